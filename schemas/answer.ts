@@ -1,0 +1,112 @@
+import { z } from "zod";
+import { ConfigOverrides } from "./config.ts";
+import { PacerState } from "./state.ts";
+
+/** What one run answers (SPEC §4–§5). */
+
+export const DISPOSITIONS = [
+  "elected",
+  "skipped-gated",
+  "deferred-cap",
+  "deferred-throttle",
+  "rebalance-disabled",
+  "reassigning",
+  "deleting",
+  "preferred-unregistered",
+  "preferred-fenced",
+  "preferred-in-controlled-shutdown",
+  "preferred-not-in-isr",
+] as const;
+export const Disposition = z.enum(DISPOSITIONS).meta({
+  id: "Disposition",
+  description:
+    "What a run did with an imbalanced partition. rebalance-disabled: eligible, but auto.leader.rebalance.enable is false.",
+});
+export type Disposition = z.infer<typeof Disposition>;
+
+export const GATE_REASONS = [
+  "over-threshold",
+  "hysteresis",
+  "released",
+  "max-wait-expired",
+  "under-threshold",
+  "inactive",
+  "algorithm-immediate",
+  "throttle-deferred",
+  "rebalance-disabled",
+] as const;
+export const GateReason = z.enum(GATE_REASONS).meta({
+  id: "GateReason",
+  description:
+    "Why a broker is or is not gated. The gate holds a broker back for over-threshold and hysteresis only.",
+});
+export type GateReason = z.infer<typeof GateReason>;
+
+export const Election = z
+  .object({ topic: z.string(), partition: z.number().int(), leader: z.number().int() })
+  .meta({ id: "Election", description: "A preferred-leader election: leader is the preferred replica." });
+export type Election = z.infer<typeof Election>;
+
+export const BrokerRow = z
+  .object({
+    id: z.number().int(),
+    gated: z.boolean(),
+    reason: GateReason,
+    outOfSync: z.number().int().describe("Partitions of the broker's group where it is not in the ISR"),
+    total: z.number().int().describe("The gate's denominator under the configured basis"),
+    gatedSinceMs: z.number().int().nullable(),
+    clearRuns: z.number().int().nullable(),
+    eligible: z.number().int(),
+    elected: z.number().int(),
+    skippedByGate: z.number().int(),
+    deferredByThrottle: z.number().int().describe("Deferred by the cap or the throttle"),
+  })
+  .meta({ id: "BrokerRow" });
+export type BrokerRow = z.infer<typeof BrokerRow>;
+
+export const RunMetrics = z
+  .object({
+    outOfSyncPreferredPartitionCount: z
+      .record(z.string(), z.number().int())
+      .describe("Per broker id with a group; computed under both algorithms"),
+    electionsSkippedByGate: z.number().int(),
+    electionsDeferredByThrottle: z.number().int().describe("Deferred by the cap or the throttle"),
+    gatedBrokerCount: z.number().int(),
+    maxWaitExpiredBrokerCount: z.number().int().describe("Brokers let through by the escape hatch this run"),
+    electionCount: z.number().int(),
+  })
+  .meta({ id: "RunMetrics" });
+export type RunMetrics = z.infer<typeof RunMetrics>;
+
+export const PartitionDisposition = z
+  .object({
+    topic: z.string(),
+    partition: z.number().int(),
+    preferredReplica: z.number().int(),
+    disposition: Disposition,
+  })
+  .meta({ id: "PartitionDisposition" });
+export type PartitionDisposition = z.infer<typeof PartitionDisposition>;
+
+export const RunAnswer = z
+  .object({
+    elections: z.array(Election).describe("In selection order"),
+    kafkaLeaderElection: z
+      .object({ partitions: z.array(z.object({ topic: z.string(), partition: z.number().int() })) })
+      .describe("The file kafka-leader-election.sh --path-to-json-file reads"),
+    moreWorkRemains: z.boolean(),
+    nextDelayMs: z.number().int(),
+    deferred: z
+      .enum(["throttle", "rebalance-disabled"])
+      .nullable()
+      .describe(
+        "Why no run happened: the throttle interval after a capped run has not passed, or rebalancing is off",
+      ),
+    brokers: z.array(BrokerRow),
+    metrics: RunMetrics,
+    config: ConfigOverrides.required().describe("The effective configuration of this run"),
+    state: PacerState.describe("The state to pass to the next run"),
+    partitions: z.array(PartitionDisposition).optional().describe("With explain: every imbalanced partition"),
+  })
+  .meta({ id: "RunAnswer" });
+export type RunAnswer = z.infer<typeof RunAnswer>;
