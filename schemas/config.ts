@@ -8,39 +8,40 @@ import { z } from "zod";
 
 const INTEGER_TEXT = /^\s*[+-]?\d+\s*$/;
 const DECIMAL_TEXT = /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/;
-const BOOLEAN_TEXT = /^\s*(true|false)\s*$/i;
+// Spelled out rather than /i, so that the JSON Schema pattern says the same thing.
+const BOOLEAN_TEXT = /^\s*([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])\s*$/;
 const INT_MAX = 2_147_483_647;
 
 function kafkaInteger(min: number, max = Number.MAX_SAFE_INTEGER) {
   const range = max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `${min}–${max}`;
   const expected = `expected an integer ${range} (a JSON number or a string such as "${min + 1}")`;
+  const integer = z.number(expected).int(expected).min(min, expected).max(max, expected);
   return z
-    .union([z.number().int().min(min).max(max), z.string().regex(INTEGER_TEXT)], { error: expected })
+    .union([integer, z.string().regex(INTEGER_TEXT, expected)], { error: expected })
     .transform(Number)
-    .pipe(z.number().int().min(min, expected).max(max, expected));
+    .pipe(integer);
 }
 
 function kafkaNumber(min: number, max: number) {
   const expected = `expected a number ${min}–${max} (a JSON number or a string such as "5")`;
+  const number = z.number(expected).min(min, expected).max(max, expected);
   return z
-    .union([z.number().min(min).max(max), z.string().regex(DECIMAL_TEXT)], { error: expected })
+    .union([number, z.string().regex(DECIMAL_TEXT, expected)], { error: expected })
     .transform(Number)
-    .pipe(z.number().min(min, expected).max(max, expected));
+    .pipe(number);
 }
 
 function kafkaBoolean() {
   const expected = 'expected a boolean (true/false or "true"/"false")';
   return z
-    .union([z.boolean(), z.string().regex(BOOLEAN_TEXT)], { error: expected })
-    .transform((value) => (typeof value === "boolean" ? value : value.trim().toLowerCase() === "true"));
+    .union([z.boolean(), z.string().regex(BOOLEAN_TEXT, expected)], { error: expected })
+    .transform((value) => (typeof value === "boolean" ? value : value.trim().toLowerCase() === "true"))
+    .pipe(z.boolean());
 }
 
 function kafkaEnum<const T extends readonly [string, ...string[]]>(values: T) {
   const expected = `expected one of ${values.map((v) => `"${v}"`).join(", ")}`;
-  return z
-    .string({ error: expected })
-    .transform((value) => value.trim())
-    .pipe(z.enum(values, { error: expected }));
+  return z.enum(values, { error: expected });
 }
 
 export const ELECTION_ALGORITHMS = ["immediate", "wait-for-sync"] as const;
@@ -99,7 +100,12 @@ const RENAMED_KEYS: Record<string, ConfigKey> = {
 };
 
 type Shape = { [K in ConfigKey]: (typeof CONFIG_KEYS)[K]["schema"] };
-const shape = Object.fromEntries(KNOWN_KEYS.map((key) => [key, CONFIG_KEYS[key].schema])) as Shape;
+const shape = Object.fromEntries(
+  KNOWN_KEYS.map((key) => [
+    key,
+    CONFIG_KEYS[key].schema.describe(`${CONFIG_KEYS[key].doc} Default: ${CONFIG_KEYS[key].default}.`),
+  ]),
+) as Shape;
 
 /** A partial configuration as a request, a cluster or the fleet gives it. */
 export const ConfigOverrides = z.strictObject(shape).partial().meta({

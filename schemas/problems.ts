@@ -61,3 +61,33 @@ export function validateWith<S extends z.ZodType>(
     ? { ok: true, value: result.data }
     : { ok: false, problems: problemsFromZod(result.error, base) };
 }
+
+/** The problem types the service and the CLI report; `type` is a URI reference relative to the service. */
+export const PROBLEM_TYPES = {
+  "invalid-input": { status: 400, title: "The input is not valid" },
+  "invalid-json": { status: 400, title: "The body is not JSON" },
+  unauthorized: { status: 401, title: "A valid bearer token is required" },
+  forbidden: { status: 403, title: "This token may not act on this cluster" },
+  "not-found": { status: 404, title: "Not found" },
+  "method-not-allowed": { status: 405, title: "Method not allowed" },
+  conflict: { status: 409, title: "The state changed under this run too often" },
+  "idempotency-key-reused": { status: 422, title: "The Idempotency-Key was used with another request" },
+  "payload-too-large": { status: 413, title: "The body is too large" },
+  "unsupported-media-type": { status: 415, title: "The body must be application/json" },
+  "store-unavailable": { status: 503, title: "The state store is unavailable; no elections" },
+} as const;
+export type ProblemType = keyof typeof PROBLEM_TYPES;
+
+export function problem(type: ProblemType, detail: string, errors?: InputProblem[]): ProblemDetails {
+  const { status, title } = PROBLEM_TYPES[type];
+  return { type: `/problems/${type}`, title, status, detail, ...(errors ? { errors } : {}) };
+}
+
+export function invalidInput(problems: InputProblem[], what = "request"): ProblemDetails {
+  const count = problems.length === 1 ? "1 problem" : `${problems.length} problems`;
+  return problem(
+    "invalid-input",
+    `The ${what} has ${count}: ${problems[0]?.pointer || "/"}: ${problems[0]?.detail}`,
+    problems,
+  );
+}

@@ -69,3 +69,14 @@ export function runSeries(
 
 export const electedTopics = (answer: RunAnswer) => answer.elections.map((e) => `${e.topic}-${e.partition}`);
 export const rowOf = (answer: RunAnswer, id: number) => answer.brokers.find((row) => row.id === id);
+
+/** The snapshot after a controller carried out the answer's elections. */
+export function afterElections(snapshot: Snapshot, answer: RunAnswer): Snapshot {
+  const elected = new Set(answer.elections.map((e) => `${e.topic}\u0000${e.partition}`));
+  return {
+    brokers: snapshot.brokers,
+    partitions: snapshot.partitions.map((p) =>
+      elected.has(`${p.topic}\u0000${p.partition}`) ? { ...p, leader: p.replicas[0] as number } : p,
+    ),
+  };
+}
