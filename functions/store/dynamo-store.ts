@@ -1,0 +1,270 @@
+import { gunzipSync, gzipSync } from "node:zlib";
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  DescribeTableCommand,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  UpdateItemCommand,
+} from "@aws-sdk/client-dynamodb";
+import type { ConfigOverrides } from "../../schemas/config.ts";
+import type {
+  ClusterRecord,
+  IdempotencyRecord,
+  PacerStore,
+  Page,
+  StoredDecision,
+} from "./store.ts";
+import { StoreUnavailableError } from "./store.ts";
+import { TABLE } from "./table.ts";
+
+/** DynamoDB can hold 400 KB per item; answers above this (gzip'd) are kept without their elections. */
+export const MAX_STORED_BODY_BYTES = 350_000;
+
+const clusterKey = (clusterId: string) => ({
+  [TABLE.partitionKey]: { S: `cluster#${clusterId}` },
+  [TABLE.sortKey]: { S: "cluster" },
+});
+const s = (value: string): AttributeValue => ({ S: value });
+const n = (value: number): AttributeValue => ({ N: String(value) });
+const json = (value: unknown): AttributeValue => ({ S: JSON.stringify(value) });
+const num = (item: Record<string, AttributeValue>, name: string) => Number(item[name]?.N ?? 0);
+const parsed = <T>(item: Record<string, AttributeValue>, name: string, fallback: T): T =>
+  item[name]?.S === undefined ? fallback : (JSON.parse(item[name].S) as T);
+const zipped = (body: string): AttributeValue => ({ B: gzipSync(body) });
+const unzipped = (item: Record<string, AttributeValue>, name: string) =>
+  gunzipSync(item[name]?.B ?? new Uint8Array()).toString("utf8");
+
+/** Every failure other than a lost condition means the store is unavailable: the caller fails safe. */
+async function guarded<T>(operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation();
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) throw error;
+    throw new StoreUnavailableError(error);
+  }
+}
+
+function clusterOf(item: Record<string, AttributeValue>): ClusterRecord {
+  return {
+    clusterId: item[TABLE.clustersIndexSortKey]?.S ?? "",
+    version: num(item, "version"),
+    state: parsed(item, "state", null),
+    config: parsed(item, "config", {}),
+    lastDecision: parsed(item, "lastDecision", null),
+    createdAtMs: num(item, "createdAtMs"),
+    updatedAtMs: num(item, "updatedAtMs"),
+  };
+}
+
+/** The cluster item's identity, set on every write so that the item is in the clusters index. */
+const IDENTITY = `${TABLE.clustersIndexPartitionKey} = :kind, ${TABLE.clustersIndexSortKey} = :clusterId, createdAtMs = if_not_exists(createdAtMs, :now), updatedAtMs = :now`;
+const identityValues = (clusterId: string, nowMs: number) => ({
+  ":kind": s("cluster"),
+  ":clusterId": s(clusterId),
+  ":now": n(nowMs),
+});
+
+export class DynamoStore implements PacerStore {
+  constructor(
+    private readonly client: DynamoDBClient,
+    private readonly tableName: string,
+  ) {}
+
+  getCluster(clusterId: string) {
+    return guarded(async () => {
+      const { Item } = await this.client.send(
+        new GetItemCommand({ TableName: this.tableName, Key: clusterKey(clusterId), ConsistentRead: true }),
+      );
+      return Item ? clusterOf(Item) : null;
+    });
+  }
+
+  async saveRun(clusterId: string, expectedVersion: number, run: Parameters<PacerStore["saveRun"]>[2]) {
+    try {
+      await guarded(() =>
+        this.client.send(
+          new UpdateItemCommand({
+            TableName: this.tableName,
+            Key: clusterKey(clusterId),
+            UpdateExpression: `SET #state = :state, version = :next, lastDecision = :decision, ${IDENTITY}`,
+            ConditionExpression:
+              expectedVersion === 0 ? "attribute_not_exists(version) OR version = :expected" : "version = :expected",
+            ExpressionAttributeNames: { "#state": "state" },
+            ExpressionAttributeValues: {
+              ":state": json(run.state),
+              ":decision": json(run.lastDecision),
+              ":next": n(expectedVersion + 1),
+              ":expected": n(expectedVersion),
+              ...identityValues(clusterId, run.nowMs),
+            },
+          }),
+        ),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  async putConfig(clusterId: string, config: ConfigOverrides, nowMs: number) {
+    await guarded(() =>
+      this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: clusterKey(clusterId),
+          UpdateExpression: `SET config = :config, ${IDENTITY}`,
+          ExpressionAttributeValues: { ":config": json(config), ...identityValues(clusterId, nowMs) },
+        }),
+      ),
+    );
+  }
+
+  async resetState(clusterId: string, nowMs: number) {
+    try {
+      await guarded(() =>
+        this.client.send(
+          new UpdateItemCommand({
+            TableName: this.tableName,
+            Key: clusterKey(clusterId),
+            // The version still goes up, so that a run that read the old state cannot save over the reset.
+            UpdateExpression: "REMOVE #state SET version = if_not_exists(version, :zero) + :one, updatedAtMs = :now",
+            ConditionExpression: `attribute_exists(${TABLE.partitionKey})`,
+            ExpressionAttributeNames: { "#state": "state" },
+            ExpressionAttributeValues: { ":zero": n(0), ":one": n(1), ":now": n(nowMs) },
+          }),
+        ),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  listClusters(limit: number, cursor?: string) {
+    return guarded(async (): Promise<Page<ClusterRecord>> => {
+      const result = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: TABLE.clustersIndex,
+          KeyConditionExpression: `${TABLE.clustersIndexPartitionKey} = :kind`,
+          ExpressionAttributeValues: { ":kind": s("cluster") },
+          Limit: limit,
+          ExclusiveStartKey: cursor ? JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) : undefined,
+        }),
+      );
+      const next = result.LastEvaluatedKey;
+      return {
+        items: (result.Items ?? []).map(clusterOf),
+        ...(next ? { cursor: Buffer.from(JSON.stringify(next)).toString("base64url") } : {}),
+      };
+    });
+  }
+
+  async putDecision(clusterId: string, decision: StoredDecision, expiresAtMs: number) {
+    await guarded(() =>
+      this.client.send(
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item: {
+            [TABLE.partitionKey]: s(`cluster#${clusterId}`),
+            [TABLE.sortKey]: s(`decision#${decision.decisionId}`),
+            decisionId: s(decision.decisionId),
+            evaluatedAtMs: n(decision.evaluatedAtMs),
+            body: zipped(decision.body),
+            [TABLE.ttlAttribute]: n(Math.ceil(expiresAtMs / 1000)),
+          },
+        }),
+      ),
+    );
+  }
+
+  listDecisions(clusterId: string, options: { limit: number; after?: string; nowMs: number }) {
+    return guarded(async () => {
+      const decisions: StoredDecision[] = [];
+      let start: Record<string, AttributeValue> | undefined;
+      do {
+        const result = await this.client.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            KeyConditionExpression: `${TABLE.partitionKey} = :pk AND ${TABLE.sortKey} BETWEEN :from AND :to`,
+            // TTL deletion is lazy (and absent locally): expired items are filtered by their expiry.
+            FilterExpression: `${TABLE.ttlAttribute} > :now`,
+            ExpressionAttributeValues: {
+              ":pk": s(`cluster#${clusterId}`),
+              ":from": s(options.after ? `decision#${options.after}\u0000` : "decision#"),
+              ":to": s("decision#\uffff"),
+              ":now": n(Math.floor(options.nowMs / 1000)),
+            },
+            ScanIndexForward: false,
+            Limit: options.limit,
+            ExclusiveStartKey: start,
+          }),
+        );
+        for (const item of result.Items ?? []) {
+          decisions.push({
+            decisionId: item.decisionId?.S ?? "",
+            evaluatedAtMs: num(item, "evaluatedAtMs"),
+            body: unzipped(item, "body"),
+          });
+        }
+        start = result.LastEvaluatedKey;
+      } while (start && decisions.length < options.limit);
+      return decisions.slice(0, options.limit);
+    });
+  }
+
+  getIdempotency(clusterId: string, key: string, nowMs: number) {
+    return guarded(async () => {
+      const { Item } = await this.client.send(
+        new GetItemCommand({
+          TableName: this.tableName,
+          Key: { [TABLE.partitionKey]: s(`cluster#${clusterId}`), [TABLE.sortKey]: s(`idempotency#${key}`) },
+          ConsistentRead: true,
+        }),
+      );
+      if (!Item || num(Item, TABLE.ttlAttribute) * 1000 <= nowMs) return null;
+      return {
+        requestHash: Item.requestHash?.S ?? "",
+        decisionId: Item.decisionId?.S ?? "",
+        status: num(Item, "status"),
+        body: unzipped(Item, "body"),
+      };
+    });
+  }
+
+  async putIdempotency(clusterId: string, key: string, record: IdempotencyRecord, nowMs: number, expiresAtMs: number) {
+    try {
+      await guarded(() =>
+        this.client.send(
+          new PutItemCommand({
+            TableName: this.tableName,
+            Item: {
+              [TABLE.partitionKey]: s(`cluster#${clusterId}`),
+              [TABLE.sortKey]: s(`idempotency#${key}`),
+              requestHash: s(record.requestHash),
+              decisionId: s(record.decisionId),
+              status: n(record.status),
+              body: zipped(record.body),
+              [TABLE.ttlAttribute]: n(Math.ceil(expiresAtMs / 1000)),
+            },
+            ConditionExpression: `attribute_not_exists(${TABLE.partitionKey}) OR ${TABLE.ttlAttribute} <= :now`,
+            ExpressionAttributeValues: { ":now": n(Math.floor(nowMs / 1000)) },
+          }),
+        ),
+      );
+      return null;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return this.getIdempotency(clusterId, key, nowMs);
+      throw error;
+    }
+  }
+
+  async ping() {
+    await guarded(() => this.client.send(new DescribeTableCommand({ TableName: this.tableName })));
+  }
+}

@@ -1,0 +1,91 @@
+import type { ConfigOverrides } from "../../schemas/config.ts";
+import type { PacerState } from "../../schemas/state.ts";
+
+/** What the service keeps per cluster, and the operations it needs of a store. */
+
+/** The last decision of a cluster in brief, for the cluster view and the fleet listing. */
+export interface DecisionSummary {
+  decisionId: string;
+  evaluatedAtMs: number;
+  electionCount: number;
+  moreWorkRemains: boolean;
+  nextDelayMs: number;
+  deferred: "throttle" | "rebalance-disabled" | null;
+  gatedBrokers: number[];
+  maxWaitExpiredBrokers: number[];
+}
+
+export interface ClusterRecord {
+  clusterId: string;
+  /** Goes up by one per saved run (and per state reset); 0 before the first. */
+  version: number;
+  state: PacerState | null;
+  config: ConfigOverrides;
+  lastDecision: DecisionSummary | null;
+  createdAtMs: number;
+  updatedAtMs: number;
+}
+
+export interface StoredDecision {
+  decisionId: string;
+  evaluatedAtMs: number;
+  /** The answer exactly as it was sent. */
+  body: string;
+}
+
+export interface IdempotencyRecord {
+  requestHash: string;
+  decisionId: string;
+  /** The first answer exactly as it was sent, with its status. */
+  status: number;
+  body: string;
+}
+
+export interface Page<T> {
+  items: T[];
+  /** Pass back to get the next page; absent on the last page. */
+  cursor?: string;
+}
+
+export interface PacerStore {
+  /** Reads a cluster strongly consistently; null if it was never configured or run. */
+  getCluster(clusterId: string): Promise<ClusterRecord | null>;
+  /** Saves a run's state if the stored version is still `expectedVersion`; false if another run won. */
+  saveRun(
+    clusterId: string,
+    expectedVersion: number,
+    run: { state: PacerState; lastDecision: DecisionSummary; nowMs: number },
+  ): Promise<boolean>;
+  putConfig(clusterId: string, config: ConfigOverrides, nowMs: number): Promise<void>;
+  /** Forgets the gate state (like a controller failover); false if the cluster is unknown. */
+  resetState(clusterId: string, nowMs: number): Promise<boolean>;
+  listClusters(limit: number, cursor?: string): Promise<Page<ClusterRecord>>;
+
+  putDecision(clusterId: string, decision: StoredDecision, expiresAtMs: number): Promise<void>;
+  /** Newest first; `after`: only decisions newer than this one. */
+  listDecisions(
+    clusterId: string,
+    options: { limit: number; after?: string; nowMs: number },
+  ): Promise<StoredDecision[]>;
+
+  getIdempotency(clusterId: string, key: string, nowMs: number): Promise<IdempotencyRecord | null>;
+  /** Records the first answer to a key; returns the record already there if another request won. */
+  putIdempotency(
+    clusterId: string,
+    key: string,
+    record: IdempotencyRecord,
+    nowMs: number,
+    expiresAtMs: number,
+  ): Promise<IdempotencyRecord | null>;
+
+  /** Throws if the store cannot be reached. */
+  ping(): Promise<void>;
+}
+
+/** The store could not be read or written: the service answers 503 and elects nothing. */
+export class StoreUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super(`state store unavailable: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    this.name = "StoreUnavailableError";
+  }
+}
