@@ -55,3 +55,24 @@ export function validateEvaluateRequest(input: unknown, base = ""): Validated<Va
     value: { snapshot: snapshot.value, config: config.value, state: state?.value, nowMs: now.value },
   };
 }
+
+/** The body of POST /v1/clusters/{id}/evaluate: the server keeps the state and owns the clock. */
+export const ManagedEvaluateRequest = z
+  .strictObject({ snapshot: SnapshotSchema, config: ConfigOverrides.optional() })
+  .meta({ id: "ManagedEvaluateRequest" });
+
+export function validateManagedRequest(input: unknown): Validated<ValidEvaluateRequest> {
+  const body = typeof input === "object" && input !== null ? (input as Record<string, unknown>) : {};
+  const serverOwned = ["state", "now"].filter((key) => key in body);
+  const result = validateEvaluateRequest(input);
+  const problems = serverOwned.map((key) => ({
+    pointer: `/${key}`,
+    detail: `"${key}" is not accepted here: the managed endpoint keeps the state and uses the server clock`,
+  }));
+  if (problems.length === 0) return result;
+  return { ok: false, problems: [...problems, ...(result.ok ? [] : result.problems)] };
+}
+
+/** Cluster ids: 1–128 of [A-Za-z0-9._:-] (SPEC §5). */
+export const CLUSTER_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+export const ClusterId = z.string().regex(CLUSTER_ID).meta({ id: "ClusterId" });

@@ -17,6 +17,7 @@ import { evaluateRequest } from "../policy/request.ts";
 const USAGE = `usage:
   pacer evaluate [FILE|-] [--lines] [--explain]   one request { snapshot, config?, state?, now? } -> its answer
   pacer replay   [FILE|-] [--explain]             NDJSON { now, snapshot, config? } per line, state threaded
+  pacer serve                                     the HTTP service (PORT, PACER_DATA_DIR, ...: see README)
 Invalid input: exit code 2, an RFC 9457 problem on stderr, nothing on stdout.`;
 
 class InputError extends Error {
@@ -136,6 +137,11 @@ async function main(argv: string[]): Promise<number> {
     case "replay": {
       const answers = replayCommand(readInput(file), values.explain);
       process.stdout.write(answers.map((a) => `${JSON.stringify(a)}\n`).join(""));
+      return 0;
+    }
+    case "serve": {
+      const { serveFromEnvironment } = await import("./local.ts");
+      await serveFromEnvironment();
       return 0;
     }
     default:

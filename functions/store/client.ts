@@ -1,4 +1,9 @@
-import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceNotFoundException } from "@aws-sdk/client-dynamodb";
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  DynamoDBClient,
+  ResourceNotFoundException,
+} from "@aws-sdk/client-dynamodb";
 import { createTableInput } from "./table.ts";
 
 export interface ClientOptions {
@@ -39,7 +44,9 @@ export async function ensureTable(client: DynamoDBClient, tableName: string): Pr
   }
   for (let attempt = 0; attempt < 100; attempt++) {
     const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
-    const indexesActive = (Table?.GlobalSecondaryIndexes ?? []).every((index) => index.IndexStatus === "ACTIVE");
+    const indexesActive = (Table?.GlobalSecondaryIndexes ?? []).every(
+      (index) => index.IndexStatus === "ACTIVE",
+    );
     if (Table?.TableStatus === "ACTIVE" && indexesActive) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

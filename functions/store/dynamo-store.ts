@@ -2,6 +2,7 @@ import { gunzipSync, gzipSync } from "node:zlib";
 import {
   type AttributeValue,
   ConditionalCheckFailedException,
+  DeleteItemCommand,
   DescribeTableCommand,
   type DynamoDBClient,
   GetItemCommand,
@@ -10,13 +11,7 @@ import {
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import type { ConfigOverrides } from "../../schemas/config.ts";
-import type {
-  ClusterRecord,
-  IdempotencyRecord,
-  PacerStore,
-  Page,
-  StoredDecision,
-} from "./store.ts";
+import type { ClusterRecord, IdempotencyRecord, PacerStore, Page, StoredDecision } from "./store.ts";
 import { StoreUnavailableError } from "./store.ts";
 import { TABLE } from "./table.ts";
 
@@ -26,6 +21,10 @@ export const MAX_STORED_BODY_BYTES = 350_000;
 const clusterKey = (clusterId: string) => ({
   [TABLE.partitionKey]: { S: `cluster#${clusterId}` },
   [TABLE.sortKey]: { S: "cluster" },
+});
+const idempotencyKey = (clusterId: string, key: string) => ({
+  [TABLE.partitionKey]: { S: `cluster#${clusterId}` },
+  [TABLE.sortKey]: { S: `idempotency#${key}` },
 });
 const s = (value: string): AttributeValue => ({ S: value });
 const n = (value: number): AttributeValue => ({ N: String(value) });
@@ -91,7 +90,9 @@ export class DynamoStore implements PacerStore {
             Key: clusterKey(clusterId),
             UpdateExpression: `SET #state = :state, version = :next, lastDecision = :decision, ${IDENTITY}`,
             ConditionExpression:
-              expectedVersion === 0 ? "attribute_not_exists(version) OR version = :expected" : "version = :expected",
+              expectedVersion === 0
+                ? "attribute_not_exists(version) OR version = :expected"
+                : "version = :expected",
             ExpressionAttributeNames: { "#state": "state" },
             ExpressionAttributeValues: {
               ":state": json(run.state),
@@ -131,7 +132,8 @@ export class DynamoStore implements PacerStore {
             TableName: this.tableName,
             Key: clusterKey(clusterId),
             // The version still goes up, so that a run that read the old state cannot save over the reset.
-            UpdateExpression: "REMOVE #state SET version = if_not_exists(version, :zero) + :one, updatedAtMs = :now",
+            UpdateExpression:
+              "REMOVE #state SET version = if_not_exists(version, :zero) + :one, updatedAtMs = :now",
             ConditionExpression: `attribute_exists(${TABLE.partitionKey})`,
             ExpressionAttributeNames: { "#state": "state" },
             ExpressionAttributeValues: { ":zero": n(0), ":one": n(1), ":now": n(nowMs) },
@@ -154,7 +156,9 @@ export class DynamoStore implements PacerStore {
           KeyConditionExpression: `${TABLE.clustersIndexPartitionKey} = :kind`,
           ExpressionAttributeValues: { ":kind": s("cluster") },
           Limit: limit,
-          ExclusiveStartKey: cursor ? JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) : undefined,
+          ExclusiveStartKey: cursor
+            ? JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
+            : undefined,
         }),
       );
       const next = result.LastEvaluatedKey;
@@ -218,50 +222,81 @@ export class DynamoStore implements PacerStore {
     });
   }
 
-  getIdempotency(clusterId: string, key: string, nowMs: number) {
-    return guarded(async () => {
-      const { Item } = await this.client.send(
-        new GetItemCommand({
-          TableName: this.tableName,
-          Key: { [TABLE.partitionKey]: s(`cluster#${clusterId}`), [TABLE.sortKey]: s(`idempotency#${key}`) },
-          ConsistentRead: true,
-        }),
-      );
-      if (!Item || num(Item, TABLE.ttlAttribute) * 1000 <= nowMs) return null;
-      return {
-        requestHash: Item.requestHash?.S ?? "",
-        decisionId: Item.decisionId?.S ?? "",
-        status: num(Item, "status"),
-        body: unzipped(Item, "body"),
-      };
-    });
-  }
-
-  async putIdempotency(clusterId: string, key: string, record: IdempotencyRecord, nowMs: number, expiresAtMs: number) {
+  async claimIdempotency(
+    clusterId: string,
+    key: string,
+    requestHash: string,
+    nowMs: number,
+    leaseMs: number,
+  ) {
+    const Key = idempotencyKey(clusterId, key);
     try {
       await guarded(() =>
         this.client.send(
           new PutItemCommand({
             TableName: this.tableName,
             Item: {
-              [TABLE.partitionKey]: s(`cluster#${clusterId}`),
-              [TABLE.sortKey]: s(`idempotency#${key}`),
-              requestHash: s(record.requestHash),
-              decisionId: s(record.decisionId),
-              status: n(record.status),
-              body: zipped(record.body),
-              [TABLE.ttlAttribute]: n(Math.ceil(expiresAtMs / 1000)),
+              ...Key,
+              requestHash: s(requestHash),
+              leaseUntilMs: n(nowMs + leaseMs),
+              [TABLE.ttlAttribute]: n(Math.ceil((nowMs + leaseMs) / 1000)),
             },
-            ConditionExpression: `attribute_not_exists(${TABLE.partitionKey}) OR ${TABLE.ttlAttribute} <= :now`,
-            ExpressionAttributeValues: { ":now": n(Math.floor(nowMs / 1000)) },
+            // Free when absent, expired, or a pending claim whose lease ran out.
+            ConditionExpression: `attribute_not_exists(${TABLE.partitionKey}) OR ${TABLE.ttlAttribute} <= :nowSeconds OR (attribute_not_exists(body) AND leaseUntilMs <= :now)`,
+            ExpressionAttributeValues: { ":now": n(nowMs), ":nowSeconds": n(Math.floor(nowMs / 1000)) },
           }),
         ),
       );
       return null;
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return this.getIdempotency(clusterId, key, nowMs);
-      throw error;
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
     }
+    const { Item } = await guarded(() =>
+      this.client.send(new GetItemCommand({ TableName: this.tableName, Key, ConsistentRead: true })),
+    );
+    if (!Item) return { done: false as const, requestHash };
+    if (!Item.body) return { done: false as const, requestHash: Item.requestHash?.S ?? "" };
+    return {
+      done: true as const,
+      record: {
+        requestHash: Item.requestHash?.S ?? "",
+        decisionId: Item.decisionId?.S ?? "",
+        status: num(Item, "status"),
+        body: unzipped(Item, "body"),
+      },
+    };
+  }
+
+  async completeIdempotency(clusterId: string, key: string, record: IdempotencyRecord, expiresAtMs: number) {
+    await guarded(() =>
+      this.client.send(
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item: {
+            ...idempotencyKey(clusterId, key),
+            requestHash: s(record.requestHash),
+            decisionId: s(record.decisionId),
+            status: n(record.status),
+            body: zipped(record.body),
+            [TABLE.ttlAttribute]: n(Math.ceil(expiresAtMs / 1000)),
+          },
+        }),
+      ),
+    );
+  }
+
+  async releaseIdempotency(clusterId: string, key: string) {
+    await guarded(() =>
+      this.client.send(
+        new DeleteItemCommand({
+          TableName: this.tableName,
+          Key: idempotencyKey(clusterId, key),
+          ConditionExpression: "attribute_not_exists(body)",
+        }),
+      ),
+    ).catch((error) => {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    });
   }
 
   async ping() {

@@ -11,7 +11,9 @@ export interface EmbeddedStore {
  * dynalite, a DynamoDB-protocol server on LevelDB, running inside this process: the local service uses
  * the same store code as on AWS, and its state survives a restart under `dataDir`.
  */
-export async function startEmbeddedStore(options: { dataDir?: string; port?: number } = {}): Promise<EmbeddedStore> {
+export async function startEmbeddedStore(
+  options: { dataDir?: string; port?: number } = {},
+): Promise<EmbeddedStore> {
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
   const server = dynalite({ path: options.dataDir, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   await new Promise<void>((resolve, reject) => {

@@ -41,6 +41,11 @@ export interface IdempotencyRecord {
   body: string;
 }
 
+/** What holds a key: a finished answer, or a run still in progress. */
+export type IdempotencyClaim =
+  | { done: true; record: IdempotencyRecord }
+  | { done: false; requestHash: string };
+
 export interface Page<T> {
   items: T[];
   /** Pass back to get the next page; absent on the last page. */
@@ -68,15 +73,26 @@ export interface PacerStore {
     options: { limit: number; after?: string; nowMs: number },
   ): Promise<StoredDecision[]>;
 
-  getIdempotency(clusterId: string, key: string, nowMs: number): Promise<IdempotencyRecord | null>;
-  /** Records the first answer to a key; returns the record already there if another request won. */
-  putIdempotency(
+  /**
+   * Claims an Idempotency-Key before the run, so that two requests with one key never both run. A claim
+   * whose holder died lapses after `leaseMs`. Returns null when claimed, else what holds the key.
+   */
+  claimIdempotency(
+    clusterId: string,
+    key: string,
+    requestHash: string,
+    nowMs: number,
+    leaseMs: number,
+  ): Promise<IdempotencyClaim | null>;
+  /** Records the first answer under a claimed key. */
+  completeIdempotency(
     clusterId: string,
     key: string,
     record: IdempotencyRecord,
-    nowMs: number,
     expiresAtMs: number,
-  ): Promise<IdempotencyRecord | null>;
+  ): Promise<void>;
+  /** Gives up a claim whose run did not happen (store fault, conflict), so that a retry may run. */
+  releaseIdempotency(clusterId: string, key: string): Promise<void>;
 
   /** Throws if the store cannot be reached. */
   ping(): Promise<void>;

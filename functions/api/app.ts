@@ -1,0 +1,245 @@
+import type { Context } from "hono";
+import { Hono } from "hono";
+import {
+  type ConfigOverrides,
+  ConfigOverrides as ConfigOverridesSchema,
+  effectiveConfig,
+} from "../../schemas/config.ts";
+import { invalidInput, type ProblemDetails, problem, validateWith } from "../../schemas/problems.ts";
+import { CLUSTER_ID, validateEvaluateRequest, validateManagedRequest } from "../../schemas/request.ts";
+import { evaluateRequest } from "../policy/request.ts";
+import { type ClusterRecord, type PacerStore, StoreUnavailableError } from "../store/store.ts";
+import { mayAccess, type TokenAuth } from "./auth.ts";
+import { readJsonBody } from "./body.ts";
+import { managedRun } from "./managed-run.ts";
+import { openApiDocument } from "./openapi.ts";
+
+export interface AppOptions {
+  store: PacerStore;
+  clock?: () => number;
+  auth?: TokenAuth;
+  /** Request bodies above this many bytes (before or after gzip) get 413. */
+  maxBodyBytes?: number;
+  decisionTtlMs?: number;
+  idempotencyTtlMs?: number;
+  /** Seconds a client should wait after a 503. */
+  retryAfterSeconds?: number;
+}
+
+type Env = { Variables: { patterns: RegExp[] | undefined } };
+
+const DAY_MS = 86_400_000;
+export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
+
+function send(c: Context, body: ProblemDetails | string, status?: number): Response {
+  const text = typeof body === "string" ? body : JSON.stringify(body);
+  const code = status ?? (typeof body === "string" ? 200 : body.status);
+  const contentType = code >= 400 ? "application/problem+json" : "application/json";
+  return c.body(text, code as 200, { "content-type": contentType });
+}
+
+function clusterView(record: ClusterRecord | null, clusterId: string) {
+  return {
+    clusterId,
+    stateVersion: record?.version ?? 0,
+    config: record?.config ?? {},
+    effectiveConfig: effectiveConfig(record?.config),
+    gate: record?.state?.brokers ?? [],
+    lastRunAtMs: record?.state?.lastRunAtMs ?? null,
+    lastRunCapped: record?.state?.lastRunCapped ?? false,
+    lastDecision: record?.lastDecision ?? null,
+  };
+}
+
+function fleetRow(record: ClusterRecord) {
+  const last = record.lastDecision;
+  return {
+    clusterId: record.clusterId,
+    stateVersion: record.version,
+    gatedBrokers: last?.gatedBrokers ?? [],
+    lastRunAtMs: record.state?.lastRunAtMs ?? null,
+    lastElectionCount: last?.electionCount ?? null,
+    moreWorkRemains: last?.moreWorkRemains ?? false,
+    nextRunDueAtMs: last ? last.evaluatedAtMs + last.nextDelayMs : null,
+  };
+}
+
+/** A positive integer query parameter, or a problem naming it. */
+function intParam(c: Context, name: string, fallback: number, max: number): number | ProblemDetails {
+  const raw = c.req.query(name);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1 || value > max) {
+    return invalidInput([{ pointer: `/query/${name}`, detail: `${name} must be an integer 1–${max}` }]);
+  }
+  return value;
+}
+
+/** The one app behind every entry point: the local server, the Lambda handler, the tests. */
+export function createApp(options: AppOptions): Hono<Env> {
+  const { store, auth } = options;
+  const clock = options.clock ?? Date.now;
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const app = new Hono<Env>();
+
+  app.onError((error, c) => {
+    if (error instanceof StoreUnavailableError) {
+      c.header("retry-after", String(options.retryAfterSeconds ?? 5));
+      return send(c, problem("store-unavailable", `${error.message}. Leadership stays where it is.`));
+    }
+    console.error(error);
+    return send(c, {
+      type: "about:blank",
+      title: "Internal error",
+      status: 500,
+      detail: "An unexpected error; see the service log",
+    });
+  });
+  app.notFound((c) => send(c, problem("not-found", `No route ${c.req.method} ${c.req.path}`)));
+
+  // Auth: /healthz and /openapi.json are open; everything under /v1 needs a token when auth is on.
+  app.use("/v1/*", async (c, next) => {
+    if (!auth) return next();
+    const patterns = auth.patternsOf(c.req.header("authorization"));
+    if (!patterns) {
+      c.header("www-authenticate", 'Bearer realm="leadership-pacer"');
+      return send(c, problem("unauthorized", "Send Authorization: Bearer <token>"));
+    }
+    c.set("patterns", patterns);
+    return next();
+  });
+  app.use("/v1/clusters/:clusterId/*", async (c, next) => {
+    const clusterId = c.req.param("clusterId") ?? "";
+    if (!CLUSTER_ID.test(clusterId)) {
+      return send(
+        c,
+        invalidInput([{ pointer: "/path/clusterId", detail: "cluster ids are 1–128 of [A-Za-z0-9._:-]" }]),
+      );
+    }
+    const patterns = c.get("patterns");
+    if (patterns && !mayAccess(patterns, clusterId)) {
+      return send(c, problem("forbidden", `This token may not act on cluster "${clusterId}"`));
+    }
+    return next();
+  });
+
+  app.get("/healthz", async (c) => {
+    await store.ping();
+    return c.json({ status: "ok" });
+  });
+  app.get("/openapi.json", (c) => c.json(openApiDocument()));
+
+  app.post("/v1/evaluate", async (c) => {
+    const body = await readJsonBody(c.req.raw, maxBodyBytes);
+    if (!body.ok) return send(c, body.problem);
+    const request = validateEvaluateRequest(body.value);
+    if (!request.ok) return send(c, invalidInput(request.problems));
+    const explain = c.req.query("explain") === "partitions";
+    return send(c, JSON.stringify(evaluateRequest(request.value, { clockMs: clock(), explain })));
+  });
+
+  app.post("/v1/clusters/:clusterId/evaluate", async (c) => {
+    const clusterId = c.req.param("clusterId");
+    const explain = c.req.query("explain") === "partitions";
+    const idempotencyKey = c.req.header("idempotency-key");
+    if (idempotencyKey !== undefined && (idempotencyKey.length === 0 || idempotencyKey.length > 255)) {
+      return send(
+        c,
+        invalidInput([{ pointer: "/header/Idempotency-Key", detail: "must be 1–255 characters" }]),
+      );
+    }
+    const body = await readJsonBody(c.req.raw, maxBodyBytes);
+    if (!body.ok) return send(c, body.problem);
+    const request = validateManagedRequest(body.value);
+    if (!request.ok) return send(c, invalidInput(request.problems));
+    const response = await managedRun(store, clusterId, request.value, body.bytes, {
+      clock,
+      dryRun: c.req.query("dryRun") === "true",
+      explain,
+      idempotencyKey,
+      decisionTtlMs: options.decisionTtlMs ?? 7 * DAY_MS,
+      idempotencyTtlMs: options.idempotencyTtlMs ?? DAY_MS,
+    });
+    if (response.replayed) c.header("idempotent-replayed", "true");
+    return send(c, response.body, response.status);
+  });
+
+  app.get("/v1/clusters", async (c) => {
+    const limit = intParam(c, "limit", 100, 1000);
+    if (typeof limit !== "number") return send(c, limit);
+    const page = await store.listClusters(limit, c.req.query("cursor"));
+    const patterns = c.get("patterns");
+    const visible = patterns ? page.items.filter((r) => mayAccess(patterns, r.clusterId)) : page.items;
+    return c.json({ clusters: visible.map(fleetRow), ...(page.cursor ? { cursor: page.cursor } : {}) });
+  });
+
+  app.get("/v1/clusters/:clusterId", async (c) => {
+    const clusterId = c.req.param("clusterId");
+    if (!CLUSTER_ID.test(clusterId)) {
+      return send(
+        c,
+        invalidInput([{ pointer: "/path/clusterId", detail: "cluster ids are 1–128 of [A-Za-z0-9._:-]" }]),
+      );
+    }
+    const patterns = c.get("patterns");
+    if (patterns && !mayAccess(patterns, clusterId)) {
+      return send(c, problem("forbidden", `This token may not act on cluster "${clusterId}"`));
+    }
+    const record = await store.getCluster(clusterId);
+    if (!record)
+      return send(c, problem("not-found", `No cluster "${clusterId}": PUT its config or run it first`));
+    return c.json(clusterView(record, clusterId));
+  });
+
+  app.put("/v1/clusters/:clusterId/config", async (c) => {
+    const clusterId = c.req.param("clusterId");
+    const body = await readJsonBody(c.req.raw, maxBodyBytes);
+    if (!body.ok) return send(c, body.problem);
+    const config = validateWith(ConfigOverridesSchema, body.value);
+    if (!config.ok) return send(c, invalidInput(config.problems, "configuration"));
+    await store.putConfig(clusterId, config.value as ConfigOverrides, clock());
+    return c.json(clusterView(await store.getCluster(clusterId), clusterId));
+  });
+
+  app.delete("/v1/clusters/:clusterId/state", async (c) => {
+    const clusterId = c.req.param("clusterId");
+    if (!(await store.resetState(clusterId, clock())))
+      return send(c, problem("not-found", `No cluster "${clusterId}"`));
+    return c.body(null, 204);
+  });
+
+  app.get("/v1/clusters/:clusterId/decisions", async (c) => {
+    const clusterId = c.req.param("clusterId");
+    const limit = intParam(c, "limit", 20, 100);
+    if (typeof limit !== "number") return send(c, limit);
+    const decisions = await store.listDecisions(clusterId, {
+      limit,
+      after: c.req.query("after"),
+      nowMs: clock(),
+    });
+    return send(c, `{"decisions":[${decisions.map((d) => d.body).join(",")}]}`);
+  });
+
+  // Known paths with a method they do not serve: 405 with the methods they do.
+  const allowed: [string, string][] = [
+    ["/healthz", "GET"],
+    ["/openapi.json", "GET"],
+    ["/v1/evaluate", "POST"],
+    ["/v1/clusters", "GET"],
+    ["/v1/clusters/:clusterId", "GET"],
+    ["/v1/clusters/:clusterId/evaluate", "POST"],
+    ["/v1/clusters/:clusterId/config", "PUT"],
+    ["/v1/clusters/:clusterId/state", "DELETE"],
+    ["/v1/clusters/:clusterId/decisions", "GET"],
+  ];
+  for (const [path, methods] of allowed) {
+    app.all(path, (c) => {
+      c.header("allow", methods);
+      return send(
+        c,
+        problem("method-not-allowed", `${c.req.method} is not served at ${c.req.path}; use ${methods}`),
+      );
+    });
+  }
+  return app;
+}

@@ -1,0 +1,169 @@
+import { createHash, randomBytes } from "node:crypto";
+import type { RunAnswer } from "../../schemas/answer.ts";
+import type { ConfigOverrides } from "../../schemas/config.ts";
+import { problem } from "../../schemas/problems.ts";
+import type { ValidEvaluateRequest } from "../../schemas/request.ts";
+import { INITIAL_STATE } from "../../schemas/state.ts";
+import { evaluateRequest } from "../policy/request.ts";
+import type { DecisionSummary, PacerStore } from "../store/store.ts";
+
+/** A managed run: load the cluster's state, run the pure core, save under optimistic concurrency. */
+
+export interface ManagedRunOptions {
+  clock: () => number;
+  dryRun: boolean;
+  explain: boolean;
+  idempotencyKey?: string;
+  /** Fleet-wide defaults, under the cluster's own config. */
+  fleetConfig?: ConfigOverrides;
+  decisionTtlMs: number;
+  idempotencyTtlMs: number;
+  /** Attempts before a run that keeps losing the race answers 409. */
+  maxAttempts?: number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export interface ManagedAnswer extends RunAnswer {
+  decisionId: string;
+  evaluatedAtMs: number;
+  stateVersion: number;
+}
+
+export interface ManagedResponse {
+  status: number;
+  /** The body exactly as sent, so that an idempotent replay returns the same bytes. */
+  body: string;
+  answer?: ManagedAnswer;
+  replayed: boolean;
+}
+
+const IDEMPOTENCY_LEASE_MS = 30_000;
+
+/** Decision ids sort by time, so that "newest first" and `?after=` are key order. */
+export function newDecisionId(nowMs: number): string {
+  return `${String(nowMs).padStart(15, "0")}-${randomBytes(4).toString("hex")}`;
+}
+
+export function summaryOf(answer: RunAnswer, decisionId: string, evaluatedAtMs: number): DecisionSummary {
+  return {
+    decisionId,
+    evaluatedAtMs,
+    electionCount: answer.elections.length,
+    moreWorkRemains: answer.moreWorkRemains,
+    nextDelayMs: answer.nextDelayMs,
+    deferred: answer.deferred,
+    gatedBrokers: answer.brokers.filter((b) => b.gated).map((b) => b.id),
+    maxWaitExpiredBrokers: answer.brokers.filter((b) => b.reason === "max-wait-expired").map((b) => b.id),
+  };
+}
+
+const jittered = (attempt: number) => Math.random() * Math.min(200, 10 * 2 ** attempt);
+
+export async function managedRun(
+  store: PacerStore,
+  clusterId: string,
+  request: ValidEvaluateRequest,
+  requestBytes: Buffer,
+  options: ManagedRunOptions,
+): Promise<ManagedResponse> {
+  const key = options.dryRun ? undefined : options.idempotencyKey;
+  const requestHash = createHash("sha256")
+    .update(requestBytes)
+    .update(options.explain ? "explain" : "")
+    .digest("hex");
+  if (key !== undefined) {
+    const holder = await store.claimIdempotency(
+      clusterId,
+      key,
+      requestHash,
+      options.clock(),
+      IDEMPOTENCY_LEASE_MS,
+    );
+    if (holder !== null) {
+      const heldHash = holder.done ? holder.record.requestHash : holder.requestHash;
+      if (heldHash !== requestHash) {
+        const reused = problem(
+          "idempotency-key-reused",
+          `Idempotency-Key "${key}" was first used with another request`,
+        );
+        return { status: 422, body: JSON.stringify(reused), replayed: false };
+      }
+      if (holder.done) return { status: holder.record.status, body: holder.record.body, replayed: true };
+      const running = problem(
+        "conflict",
+        `A request with Idempotency-Key "${key}" is still running; retry shortly`,
+      );
+      return { status: 409, body: JSON.stringify(running), replayed: false };
+    }
+  }
+
+  try {
+    const response = await runUntilSaved(store, clusterId, request, options);
+    if (key !== undefined && response.answer) {
+      await store.completeIdempotency(
+        clusterId,
+        key,
+        { requestHash, decisionId: response.answer.decisionId, status: response.status, body: response.body },
+        options.clock() + options.idempotencyTtlMs,
+      );
+    } else if (key !== undefined) {
+      await store.releaseIdempotency(clusterId, key);
+    }
+    return response;
+  } catch (error) {
+    if (key !== undefined) await store.releaseIdempotency(clusterId, key).catch(() => undefined);
+    throw error;
+  }
+}
+
+async function runUntilSaved(
+  store: PacerStore,
+  clusterId: string,
+  request: ValidEvaluateRequest,
+  options: ManagedRunOptions,
+): Promise<ManagedResponse> {
+  const sleep = options.sleep ?? ((ms: number) => new Promise((resolve) => setTimeout(resolve, ms)));
+  const maxAttempts = options.maxAttempts ?? 8;
+  for (let attempt = 0; attempt < maxAttempts; attempt++) {
+    const cluster = await store.getCluster(clusterId);
+    const version = cluster?.version ?? 0;
+    const nowMs = options.clock();
+    const answer = evaluateRequest(
+      { ...request, state: cluster?.state ?? INITIAL_STATE, nowMs },
+      {
+        clockMs: nowMs,
+        storedConfig: [options.fleetConfig ?? {}, cluster?.config ?? {}],
+        explain: options.explain,
+      },
+    );
+    const decisionId = newDecisionId(nowMs);
+    // A deferred run changes nothing, and a dry run saves nothing: both report the stored version.
+    const saves = answer.deferred === null && !options.dryRun;
+    if (saves) {
+      const lastDecision = summaryOf(answer, decisionId, nowMs);
+      const saved = await store.saveRun(clusterId, version, { state: answer.state, lastDecision, nowMs });
+      if (!saved) {
+        await sleep(jittered(attempt));
+        continue;
+      }
+    }
+    const managed: ManagedAnswer = {
+      ...answer,
+      decisionId,
+      evaluatedAtMs: nowMs,
+      stateVersion: saves ? version + 1 : version,
+    };
+    const body = JSON.stringify(managed);
+    if (saves) {
+      const { partitions: _explained, ...decision } = managed;
+      await store.putDecision(
+        clusterId,
+        { decisionId, evaluatedAtMs: nowMs, body: JSON.stringify(decision) },
+        nowMs + options.decisionTtlMs,
+      );
+    }
+    return { status: 200, body, answer: managed, replayed: false };
+  }
+  const detail = `${maxAttempts} attempts lost the race to save this cluster's state; retry`;
+  return { status: 409, body: JSON.stringify(problem("conflict", detail)), replayed: false };
+}

@@ -1,0 +1,58 @@
+import { z } from "zod";
+import { RunAnswer } from "../../schemas/answer.ts";
+import { ConfigOverrides } from "../../schemas/config.ts";
+import { GateEntry } from "../../schemas/state.ts";
+
+/** The shapes of the cluster resources (SPEC §5), for the OpenAPI document and the tests. */
+
+export const ManagedAnswer = RunAnswer.extend({
+  decisionId: z.string(),
+  evaluatedAtMs: z.number().int(),
+  stateVersion: z.number().int().describe("The stored version after this run; +1 per saved run"),
+}).meta({ id: "ManagedAnswer" });
+
+export const DecisionSummary = z
+  .object({
+    decisionId: z.string(),
+    evaluatedAtMs: z.number().int(),
+    electionCount: z.number().int(),
+    moreWorkRemains: z.boolean(),
+    nextDelayMs: z.number().int(),
+    deferred: z.enum(["throttle", "rebalance-disabled"]).nullable(),
+    gatedBrokers: z.array(z.number().int()),
+    maxWaitExpiredBrokers: z.array(z.number().int()),
+  })
+  .meta({ id: "DecisionSummary" });
+
+export const ClusterView = z
+  .object({
+    clusterId: z.string(),
+    stateVersion: z.number().int(),
+    config: ConfigOverrides.describe("The cluster's stored overrides"),
+    effectiveConfig: ConfigOverrides.required(),
+    gate: z.array(GateEntry).describe("Brokers inside a gating episode"),
+    lastRunAtMs: z.number().int().nullable(),
+    lastRunCapped: z.boolean(),
+    lastDecision: DecisionSummary.nullable(),
+  })
+  .meta({ id: "ClusterView" });
+
+export const FleetRow = z
+  .object({
+    clusterId: z.string(),
+    stateVersion: z.number().int(),
+    gatedBrokers: z.array(z.number().int()),
+    lastRunAtMs: z.number().int().nullable(),
+    lastElectionCount: z.number().int().nullable(),
+    moreWorkRemains: z.boolean(),
+    nextRunDueAtMs: z.number().int().nullable(),
+  })
+  .meta({ id: "FleetRow" });
+
+export const FleetListing = z
+  .object({ clusters: z.array(FleetRow), cursor: z.string().optional() })
+  .meta({ id: "FleetListing" });
+
+export const DecisionList = z
+  .object({ decisions: z.array(ManagedAnswer.omit({ partitions: true })) })
+  .meta({ id: "DecisionList" });
