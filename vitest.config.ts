@@ -3,7 +3,9 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    testTimeout: 30_000,
+    globalSetup: ["test/setup/dynamodb-local.ts"],
+    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
+    testTimeout: 60_000,
     hookTimeout: 180_000,
     // The JSON report lets .ci/run print its one-line summary.
     reporters: ["default", ["json", { outputFile: ".test-results.json" }]],

@@ -1,0 +1,141 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TokenAuth } from "../../functions/api/auth.ts";
+import { startLocalServer } from "../../functions/handlers/local.ts";
+import { startEmbeddedStore } from "../../functions/store/embedded.ts";
+import { preferredPartitionsOf, snapshotOf, WAIT_FOR_SYNC } from "../support/cluster.ts";
+import { call } from "../support/http.ts";
+import { openServer } from "../support/stores.ts";
+
+const behind = snapshotOf(preferredPartitionsOf(1, 10, { outOfSync: 5 }));
+const caughtUp = snapshotOf(preferredPartitionsOf(1, 10));
+const localOptions = { port: 0, host: "127.0.0.1", tableName: "leadership-pacer", maxBodyBytes: 8 << 20 };
+
+describe("the local server", () => {
+  it("keeps each cluster's state across a restart on the embedded store", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "pacer-data-"));
+    const first = await startLocalServer({ ...localOptions, dataDir });
+    const run = await call(`${first.url}/v1/clusters/persist/evaluate`, {
+      body: { snapshot: behind, config: WAIT_FOR_SYNC },
+    });
+    expect(run.json.brokers[0].reason).toBe("over-threshold");
+    await first.close();
+
+    const second = await startLocalServer({ ...localOptions, dataDir });
+    try {
+      const next = await call(`${second.url}/v1/clusters/persist/evaluate`, {
+        body: { snapshot: caughtUp, config: WAIT_FOR_SYNC },
+      });
+      expect(next.json.brokers[0]).toMatchObject({
+        reason: "hysteresis",
+        gatedSinceMs: run.json.evaluatedAtMs,
+      });
+      expect(next.json.stateVersion).toBe(2);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it("fails safe while the store is down, 503 and no elections, and recovers when it is back", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "pacer-store-"));
+    let store = await startEmbeddedStore({ dataDir });
+    const port = Number(new URL(store.endpoint).port);
+    const server = await startLocalServer({ ...localOptions, dataDir: "", dynamoEndpoint: store.endpoint });
+    try {
+      const url = `${server.url}/v1/clusters/outage/evaluate`;
+      expect((await call(url, { body: { snapshot: caughtUp } })).status).toBe(200);
+
+      await store.close();
+      const down = await call(url, { body: { snapshot: caughtUp } });
+      expect(down.status).toBe(503);
+      expect(down.headers.get("retry-after")).toBe("5");
+      expect(down.json.type).toBe("/problems/store-unavailable");
+      expect(down.json.elections).toBeUndefined();
+      expect((await call(`${server.url}/healthz`)).status).toBe(503);
+      expect((await call(`${server.url}/v1/clusters/outage`)).status).toBe(503);
+
+      store = await startEmbeddedStore({ dataDir, port });
+      const back = await call(url, { body: { snapshot: caughtUp } });
+      expect(back.status).toBe(200);
+      expect(back.json.stateVersion).toBe(2);
+      expect((await call(`${server.url}/healthz`)).status).toBe(200);
+    } finally {
+      await server.close();
+      await store.close();
+    }
+  });
+});
+
+describe("bearer-token auth", () => {
+  let server: Awaited<ReturnType<typeof openServer>>;
+  beforeAll(async () => {
+    server = await openServer("dynalite", {
+      auth: new TokenAuth({ "team-a": ["prod-a-*"], ops: ["*"] }),
+    });
+  });
+  afterAll(() => server.close());
+  const as = (token: string) => ({ authorization: `Bearer ${token}` });
+
+  it("answers 401 without a valid token, and leaves health and the API document open", async () => {
+    const missing = await call(`${server.url}/v1/evaluate`, { body: { snapshot: caughtUp } });
+    expect(missing.status).toBe(401);
+    expect(missing.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    expect((await call(`${server.url}/v1/clusters`, { headers: as("wrong") })).status).toBe(401);
+    expect((await call(`${server.url}/healthz`)).status).toBe(200);
+    expect((await call(`${server.url}/openapi.json`)).status).toBe(200);
+  });
+
+  it("lets a token act on its own clusters only, and the pure endpoint with any valid token", async () => {
+    const mine = await call(`${server.url}/v1/clusters/prod-a-1/evaluate`, {
+      body: { snapshot: caughtUp },
+      headers: as("team-a"),
+    });
+    expect(mine.status).toBe(200);
+    const theirs = await call(`${server.url}/v1/clusters/prod-b-1/evaluate`, {
+      body: { snapshot: caughtUp },
+      headers: as("team-a"),
+    });
+    expect(theirs.status).toBe(403);
+    expect((await call(`${server.url}/v1/clusters/prod-b-1`, { headers: as("team-a") })).status).toBe(403);
+    expect(
+      (await call(`${server.url}/v1/evaluate`, { body: { snapshot: caughtUp }, headers: as("team-a") }))
+        .status,
+    ).toBe(200);
+    await call(`${server.url}/v1/clusters/prod-b-1/evaluate`, {
+      body: { snapshot: caughtUp },
+      headers: as("ops"),
+    });
+    const listed = await call(`${server.url}/v1/clusters`, { headers: as("team-a") });
+    expect(listed.json.clusters.map((c: { clusterId: string }) => c.clusterId)).toEqual(["prod-a-1"]);
+  });
+
+  it("reads tokens from PACER_TOKENS", () => {
+    const auth = TokenAuth.fromEnvironment({ PACER_TOKENS: "t1=prod-*,stage-?; t2=*" });
+    expect(auth?.patternsOf("Bearer t1")?.map(String)).toEqual(["/^prod-.*$/", "/^stage-.$/"]);
+    expect(auth?.patternsOf("Bearer t3")).toBeUndefined();
+  });
+});
+
+describe("the API document", () => {
+  it("serves an OpenAPI 3 document whose every reference resolves", async () => {
+    const server = await openServer("dynalite");
+    try {
+      const doc = (await call(`${server.url}/openapi.json`)).json;
+      expect(doc.openapi).toMatch(/^3\./);
+      expect(Object.keys(doc.paths)).toContain("/v1/clusters/{clusterId}/evaluate");
+      const refs = [...JSON.stringify(doc).matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)].map(
+        (m) => m[1],
+      );
+      expect(refs.length).toBeGreaterThan(10);
+      for (const ref of refs) expect(doc.components.schemas).toHaveProperty([ref as string]);
+      expect(JSON.stringify(doc)).not.toContain("#/definitions/");
+      expect(doc.components.schemas.ConfigOverrides.properties).toHaveProperty([
+        "leader.imbalance.election.max.per.run",
+      ]);
+    } finally {
+      await server.close();
+    }
+  });
+});

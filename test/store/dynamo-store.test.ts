@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { DecisionSummary } from "../../functions/store/store.ts";
+import { INITIAL_STATE } from "../../schemas/state.ts";
+import { openStore, STORE_KINDS, type TestStore } from "../support/stores.ts";
+
+const summary = (decisionId: string): DecisionSummary => ({
+  decisionId,
+  evaluatedAtMs: 1,
+  electionCount: 0,
+  moreWorkRemains: false,
+  nextDelayMs: 300_000,
+  deferred: null,
+  gatedBrokers: [],
+  maxWaitExpiredBrokers: [],
+});
+const run = (nowMs: number) => ({
+  state: { ...INITIAL_STATE, lastRunAtMs: nowMs },
+  lastDecision: summary(`d${nowMs}`),
+  nowMs,
+});
+
+describe.each(STORE_KINDS)("the DynamoDB store on %s", (kind) => {
+  let t: TestStore;
+  beforeAll(async () => {
+    t = await openStore(kind);
+  });
+  afterAll(() => t.close());
+
+  it("saves a run only over the version it read", async () => {
+    expect(await t.store.getCluster("v")).toBeNull();
+    expect(await t.store.saveRun("v", 0, run(10))).toBe(true);
+    expect(await t.store.saveRun("v", 0, run(11))).toBe(false);
+    expect(await t.store.saveRun("v", 1, run(12))).toBe(true);
+    const cluster = await t.store.getCluster("v");
+    expect(cluster).toMatchObject({
+      clusterId: "v",
+      version: 2,
+      state: { lastRunAtMs: 12 },
+      lastDecision: { decisionId: "d12" },
+    });
+  });
+
+  it("keeps config and state apart: a config write neither bumps the version nor loses the state", async () => {
+    await t.store.saveRun("c", 0, run(10));
+    await t.store.putConfig("c", { "leader.imbalance.election.max.per.run": 7 }, 20);
+    const cluster = await t.store.getCluster("c");
+    expect(cluster).toMatchObject({
+      version: 1,
+      config: { "leader.imbalance.election.max.per.run": 7 },
+      state: { lastRunAtMs: 10 },
+    });
+    expect(cluster?.createdAtMs).toBe(10);
+  });
+
+  it("resets the state with a version bump, so that a run that read the old state cannot save", async () => {
+    await t.store.saveRun("r", 0, run(10));
+    expect(await t.store.resetState("r", 11)).toBe(true);
+    expect(await t.store.saveRun("r", 1, run(12))).toBe(false);
+    expect(await t.store.getCluster("r")).toMatchObject({ version: 2, state: null });
+    expect(await t.store.resetState("never", 1)).toBe(false);
+  });
+
+  it("lets one claim of an Idempotency-Key through, keeps the answer, and lets a dead claim lapse", async () => {
+    expect(await t.store.claimIdempotency("i", "k1", "h", 1_000, 30_000)).toBeNull();
+    expect(await t.store.claimIdempotency("i", "k1", "h", 2_000, 30_000)).toEqual({
+      done: false,
+      requestHash: "h",
+    });
+    await t.store.completeIdempotency(
+      "i",
+      "k1",
+      { requestHash: "h", decisionId: "d", status: 200, body: '{"a":1}' },
+      90_000_000,
+    );
+    expect(await t.store.claimIdempotency("i", "k1", "h", 3_000, 30_000)).toEqual({
+      done: true,
+      record: { requestHash: "h", decisionId: "d", status: 200, body: '{"a":1}' },
+    });
+    expect(await t.store.claimIdempotency("i", "k2", "h", 1_000, 30_000)).toBeNull();
+    expect(await t.store.claimIdempotency("i", "k2", "h", 31_000, 30_000)).toBeNull();
+    await t.store.releaseIdempotency("i", "k2");
+    expect(await t.store.claimIdempotency("i", "k2", "h", 32_000, 30_000)).toBeNull();
+  });
+
+  it("lists decisions newest first, after a given one, without the expired", async () => {
+    const nowMs = Date.now();
+    for (const [id, expiresAtMs] of [
+      ["001", nowMs + 60_000],
+      ["002", nowMs - 1_000],
+      ["003", nowMs + 60_000],
+      ["004", nowMs + 60_000],
+    ] as const) {
+      await t.store.putDecision(
+        "d",
+        { decisionId: id, evaluatedAtMs: Number(id), body: `{"id":"${id}"}` },
+        expiresAtMs,
+      );
+    }
+    const ids = async (options: { limit: number; after?: string }) =>
+      (await t.store.listDecisions("d", { ...options, nowMs })).map((d) => d.decisionId);
+    expect(await ids({ limit: 10 })).toEqual(["004", "003", "001"]);
+    expect(await ids({ limit: 2 })).toEqual(["004", "003"]);
+    expect(await ids({ limit: 10, after: "001" })).toEqual(["004", "003"]);
+  });
+
+  it("pages through the fleet, one row per cluster", async () => {
+    const own = await openStore(kind);
+    try {
+      for (const id of ["a", "b", "c"]) await own.store.putConfig(id, {}, 1);
+      await own.store.saveRun("b", 0, run(5));
+      await own.store.putDecision(
+        "b",
+        { decisionId: "x", evaluatedAtMs: 5, body: "{}" },
+        Date.now() + 60_000,
+      );
+      const first = await own.store.listClusters(2);
+      expect(first.items.map((c) => c.clusterId)).toEqual(["a", "b"]);
+      const second = await own.store.listClusters(2, first.cursor);
+      expect(second.items.map((c) => c.clusterId)).toEqual(["c"]);
+    } finally {
+      await own.close();
+    }
+  });
+});
