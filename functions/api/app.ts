@@ -95,6 +95,12 @@ export function createApp(options: AppOptions): Hono<Env> {
       detail: "An unexpected error; see the service log",
     });
   });
+  // Server-Timing tells a caller (and the HTTP benchmark) how long the service itself took.
+  app.use("*", async (c, next) => {
+    const start = performance.now();
+    await next();
+    c.res.headers.set("server-timing", `app;dur=${(performance.now() - start).toFixed(1)}`);
+  });
   app.notFound((c) => send(c, problem("not-found", `No route ${c.req.method} ${c.req.path}`)));
 
   // Auth: /healthz and /openapi.json are open; everything under /v1 needs a token when auth is on.
