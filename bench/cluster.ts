@@ -1,16 +1,5 @@
+import { seededRandom } from "../functions/simulate/random.ts";
 import type { Snapshot } from "../schemas/snapshot.ts";
-
-/** A deterministic pseudo-random source (mulberry32), so a benchmark input is the same every run. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export interface RecoveringClusterOptions {
   brokers: number;

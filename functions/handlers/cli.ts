@@ -18,6 +18,8 @@ const USAGE = `usage:
   pacer evaluate [FILE|-] [--lines] [--explain]   one request { snapshot, config?, state?, now? } -> its answer
   pacer replay   [FILE|-] [--explain]             NDJSON { now, snapshot, config? } per line, state threaded
   pacer serve                                     the HTTP service (PORT, PACER_DATA_DIR, ...: see README)
+  pacer simulate <scenario|FILE> --out DIR [--compare CONFIG.json]
+                                                  a virtual-clock recovery: report, SVG charts, CSV
 Invalid input: exit code 2, an RFC 9457 problem on stderr, nothing on stdout.`;
 
 class InputError extends Error {
@@ -119,6 +121,8 @@ async function main(argv: string[]): Promise<number> {
       lines: { type: "boolean", default: false },
       explain: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
+      out: { type: "string" },
+      compare: { type: "string" },
     },
   });
   const [command, file] = positionals;
@@ -138,6 +142,20 @@ async function main(argv: string[]): Promise<number> {
       const answers = replayCommand(readInput(file), values.explain);
       process.stdout.write(answers.map((a) => `${JSON.stringify(a)}\n`).join(""));
       return 0;
+    }
+    case "simulate": {
+      const { simulateCommand, SimulationInputError } = await import("./simulate-cli.ts");
+      try {
+        return await simulateCommand(file, values.out, values.compare);
+      } catch (error) {
+        if (
+          !(error instanceof SimulationInputError) &&
+          !(error instanceof Error && error.message.startsWith("no scenario"))
+        )
+          throw error;
+        console.error(error.message);
+        return 2;
+      }
     }
     case "serve": {
       const { serveFromEnvironment } = await import("./local.ts");
