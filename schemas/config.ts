@@ -89,6 +89,16 @@ export const CONFIG_KEYS = {
     default: 0,
     doc: "The minimum gap after a capped run. 0 = Kafka's immediate reschedule.",
   },
+  "pacer.tick.enabled": {
+    schema: kafkaBoolean(),
+    default: false,
+    doc: "The scheduled tick runs this cluster on its stored snapshot (the service's own key).",
+  },
+  "pacer.snapshot.max.age.ms": {
+    schema: kafkaInteger(1),
+    default: 120_000,
+    doc: "The tick runs only on a stored snapshot at most this old; a stale snapshot never produces elections.",
+  },
 } as const;
 
 export type ConfigKey = keyof typeof CONFIG_KEYS;

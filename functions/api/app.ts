@@ -1,3 +1,4 @@
+import { gzipSync } from "node:zlib";
 import type { Context } from "hono";
 import { Hono } from "hono";
 import {
@@ -7,12 +8,15 @@ import {
 } from "../../schemas/config.ts";
 import { invalidInput, type ProblemDetails, problem, validateWith } from "../../schemas/problems.ts";
 import { CLUSTER_ID, validateEvaluateRequest, validateManagedRequest } from "../../schemas/request.ts";
+import { validateSnapshot } from "../../schemas/snapshot.ts";
 import { evaluateRequest } from "../policy/request.ts";
+import { SnapshotTooLargeError } from "../store/dynamo-store.ts";
 import { type ClusterRecord, type PacerStore, StoreUnavailableError } from "../store/store.ts";
 import { mayAccess, type TokenAuth } from "./auth.ts";
 import { readJsonBody } from "./body.ts";
-import { managedRun } from "./managed-run.ts";
+import { managedRun, type RunObserver } from "./managed-run.ts";
 import { openApiDocument } from "./openapi.ts";
+import { snapshotIdOf } from "./tick.ts";
 
 export interface AppOptions {
   store: PacerStore;
@@ -24,11 +28,17 @@ export interface AppOptions {
   idempotencyTtlMs?: number;
   /** Seconds a client should wait after a 503. */
   retryAfterSeconds?: number;
+  /** Told of every managed run: metrics and logs. */
+  observer?: RunObserver;
+  /** Prometheus exposition text for GET /metrics (the local server); absent: no such route. */
+  metricsText?: () => Promise<string>;
 }
 
 type Env = { Variables: { patterns: RegExp[] | undefined } };
 
 const DAY_MS = 86_400_000;
+export const DECISION_TTL_MS = 7 * DAY_MS;
+export const IDEMPOTENCY_TTL_MS = DAY_MS;
 export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
 
 function send(c: Context, body: ProblemDetails | string, status?: number): Response {
@@ -38,20 +48,27 @@ function send(c: Context, body: ProblemDetails | string, status?: number): Respo
   return c.body(text, code as 200, { "content-type": contentType });
 }
 
-function clusterView(record: ClusterRecord | null, clusterId: string) {
+function clusterView(
+  record: ClusterRecord | null,
+  clusterId: string,
+  fleetConfig: ConfigOverrides,
+  nowMs: number,
+) {
   return {
     clusterId,
     stateVersion: record?.version ?? 0,
     config: record?.config ?? {},
-    effectiveConfig: effectiveConfig(record?.config),
+    effectiveConfig: effectiveConfig(fleetConfig, record?.config),
     gate: record?.state?.brokers ?? [],
     lastRunAtMs: record?.state?.lastRunAtMs ?? null,
     lastRunCapped: record?.state?.lastRunCapped ?? false,
     lastDecision: record?.lastDecision ?? null,
+    snapshot: record?.snapshot ? { ...record.snapshot, ageMs: nowMs - record.snapshot.receivedAtMs } : null,
+    lastTick: record?.lastTick ?? null,
   };
 }
 
-function fleetRow(record: ClusterRecord) {
+function fleetRow(record: ClusterRecord, fleetConfig: ConfigOverrides, nowMs: number) {
   const last = record.lastDecision;
   return {
     clusterId: record.clusterId,
@@ -61,6 +78,9 @@ function fleetRow(record: ClusterRecord) {
     lastElectionCount: last?.electionCount ?? null,
     moreWorkRemains: last?.moreWorkRemains ?? false,
     nextRunDueAtMs: last ? last.evaluatedAtMs + last.nextDelayMs : null,
+    snapshotAgeMs: record.snapshot ? nowMs - record.snapshot.receivedAtMs : null,
+    ticking: effectiveConfig(fleetConfig, record.config)["pacer.tick.enabled"],
+    lastTick: record.lastTick,
   };
 }
 
@@ -134,6 +154,12 @@ export function createApp(options: AppOptions): Hono<Env> {
     return c.json({ status: "ok" });
   });
   app.get("/openapi.json", (c) => c.json(openApiDocument()));
+  const { metricsText } = options;
+  if (metricsText) {
+    app.get("/metrics", async (c) =>
+      c.body(await metricsText(), 200, { "content-type": "text/plain; version=0.0.4" }),
+    );
+  }
 
   app.post("/v1/evaluate", async (c) => {
     const body = await readJsonBody(c.req.raw, maxBodyBytes);
@@ -163,8 +189,9 @@ export function createApp(options: AppOptions): Hono<Env> {
       dryRun: c.req.query("dryRun") === "true",
       explain,
       idempotencyKey,
-      decisionTtlMs: options.decisionTtlMs ?? 7 * DAY_MS,
-      idempotencyTtlMs: options.idempotencyTtlMs ?? DAY_MS,
+      observer: options.observer,
+      decisionTtlMs: options.decisionTtlMs ?? DECISION_TTL_MS,
+      idempotencyTtlMs: options.idempotencyTtlMs ?? IDEMPOTENCY_TTL_MS,
     });
     if (response.replayed) c.header("idempotent-replayed", "true");
     return send(c, response.body, response.status);
@@ -173,28 +200,27 @@ export function createApp(options: AppOptions): Hono<Env> {
   app.get("/v1/clusters", async (c) => {
     const limit = intParam(c, "limit", 100, 1000);
     if (typeof limit !== "number") return send(c, limit);
-    const page = await store.listClusters(limit, c.req.query("cursor"));
+    const [page, fleetConfig] = await Promise.all([
+      store.listClusters(limit, c.req.query("cursor")),
+      store.getFleetConfig(),
+    ]);
     const patterns = c.get("patterns");
     const visible = patterns ? page.items.filter((r) => mayAccess(patterns, r.clusterId)) : page.items;
-    return c.json({ clusters: visible.map(fleetRow), ...(page.cursor ? { cursor: page.cursor } : {}) });
+    const nowMs = clock();
+    return c.json({
+      clusters: visible.map((record) => fleetRow(record, fleetConfig, nowMs)),
+      ...(page.cursor ? { cursor: page.cursor } : {}),
+    });
   });
 
+  // The middleware above (it matches the bare path too) has checked the id and the token.
   app.get("/v1/clusters/:clusterId", async (c) => {
     const clusterId = c.req.param("clusterId");
-    if (!CLUSTER_ID.test(clusterId)) {
-      return send(
-        c,
-        invalidInput([{ pointer: "/path/clusterId", detail: "cluster ids are 1–128 of [A-Za-z0-9._:-]" }]),
-      );
-    }
-    const patterns = c.get("patterns");
-    if (patterns && !mayAccess(patterns, clusterId)) {
-      return send(c, problem("forbidden", `This token may not act on cluster "${clusterId}"`));
-    }
-    const record = await store.getCluster(clusterId);
-    if (!record)
+    const [record, fleetConfig] = await Promise.all([store.getCluster(clusterId), store.getFleetConfig()]);
+    if (!record) {
       return send(c, problem("not-found", `No cluster "${clusterId}": PUT its config or run it first`));
-    return c.json(clusterView(record, clusterId));
+    }
+    return c.json(clusterView(record, clusterId, fleetConfig, clock()));
   });
 
   app.put("/v1/clusters/:clusterId/config", async (c) => {
@@ -204,7 +230,42 @@ export function createApp(options: AppOptions): Hono<Env> {
     const config = validateWith(ConfigOverridesSchema, body.value);
     if (!config.ok) return send(c, invalidInput(config.problems, "configuration"));
     await store.putConfig(clusterId, config.value as ConfigOverrides, clock());
-    return c.json(clusterView(await store.getCluster(clusterId), clusterId));
+    const [record, fleetConfig] = await Promise.all([store.getCluster(clusterId), store.getFleetConfig()]);
+    return c.json(clusterView(record, clusterId, fleetConfig, clock()));
+  });
+
+  app.put("/v1/clusters/:clusterId/snapshot", async (c) => {
+    const clusterId = c.req.param("clusterId");
+    const body = await readJsonBody(c.req.raw, maxBodyBytes);
+    if (!body.ok) return send(c, body.problem);
+    const snapshot = validateSnapshot(body.value);
+    if (!snapshot.ok) return send(c, invalidInput(snapshot.problems, "snapshot"));
+    const receivedAtMs = clock();
+    try {
+      const meta = await store.putSnapshot(clusterId, gzipSync(body.bytes), {
+        snapshotId: snapshotIdOf(body.bytes, receivedAtMs),
+        receivedAtMs,
+        partitionCount: snapshot.value.partitions.length,
+      });
+      return c.json(meta);
+    } catch (error) {
+      if (error instanceof SnapshotTooLargeError) return send(c, problem("payload-too-large", error.message));
+      throw error;
+    }
+  });
+
+  app.get("/v1/fleet/config", async (c) => {
+    const config = await store.getFleetConfig();
+    return c.json({ config, effectiveConfig: effectiveConfig(config) });
+  });
+
+  app.put("/v1/fleet/config", async (c) => {
+    const body = await readJsonBody(c.req.raw, maxBodyBytes);
+    if (!body.ok) return send(c, body.problem);
+    const config = validateWith(ConfigOverridesSchema, body.value);
+    if (!config.ok) return send(c, invalidInput(config.problems, "configuration"));
+    await store.putFleetConfig(config.value, clock());
+    return c.json({ config: config.value, effectiveConfig: effectiveConfig(config.value) });
   });
 
   app.delete("/v1/clusters/:clusterId/state", async (c) => {
@@ -237,6 +298,8 @@ export function createApp(options: AppOptions): Hono<Env> {
     ["/v1/clusters/:clusterId/config", "PUT"],
     ["/v1/clusters/:clusterId/state", "DELETE"],
     ["/v1/clusters/:clusterId/decisions", "GET"],
+    ["/v1/clusters/:clusterId/snapshot", "PUT"],
+    ["/v1/fleet/config", "GET, PUT"],
   ];
   for (const [path, methods] of allowed) {
     app.all(path, (c) => {

@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { RunAnswer } from "../../schemas/answer.ts";
-import type { ConfigOverrides } from "../../schemas/config.ts";
 import { problem } from "../../schemas/problems.ts";
 import type { ValidEvaluateRequest } from "../../schemas/request.ts";
 import { INITIAL_STATE } from "../../schemas/state.ts";
@@ -14,8 +13,10 @@ export interface ManagedRunOptions {
   dryRun: boolean;
   explain: boolean;
   idempotencyKey?: string;
-  /** Fleet-wide defaults, under the cluster's own config. */
-  fleetConfig?: ConfigOverrides;
+  /** The stored snapshot this run is on (ticks), recorded so that the next tick waits for a newer one. */
+  snapshotId?: string;
+  /** Told of every run that happened (not replays, not dry runs): metrics and logs. */
+  observer?: RunObserver;
   decisionTtlMs: number;
   idempotencyTtlMs: number;
   /** Attempts before a run that keeps losing the race answers 409. */
@@ -27,6 +28,10 @@ export interface ManagedAnswer extends RunAnswer {
   decisionId: string;
   evaluatedAtMs: number;
   stateVersion: number;
+}
+
+export interface RunObserver {
+  runCompleted(clusterId: string, answer: ManagedAnswer): void;
 }
 
 export interface ManagedResponse {
@@ -44,8 +49,14 @@ export function newDecisionId(nowMs: number): string {
   return `${String(nowMs).padStart(15, "0")}-${randomBytes(4).toString("hex")}`;
 }
 
-export function summaryOf(answer: RunAnswer, decisionId: string, evaluatedAtMs: number): DecisionSummary {
+export function summaryOf(
+  answer: RunAnswer,
+  decisionId: string,
+  evaluatedAtMs: number,
+  snapshotId: string | undefined,
+): DecisionSummary {
   return {
+    ...(snapshotId ? { snapshotId } : {}),
     decisionId,
     evaluatedAtMs,
     electionCount: answer.elections.length,
@@ -124,6 +135,7 @@ async function runUntilSaved(
 ): Promise<ManagedResponse> {
   const sleep = options.sleep ?? ((ms: number) => new Promise((resolve) => setTimeout(resolve, ms)));
   const maxAttempts = options.maxAttempts ?? 8;
+  const fleetConfig = await store.getFleetConfig();
   for (let attempt = 0; attempt < maxAttempts; attempt++) {
     const cluster = await store.getCluster(clusterId);
     const version = cluster?.version ?? 0;
@@ -132,7 +144,7 @@ async function runUntilSaved(
       { ...request, state: cluster?.state ?? INITIAL_STATE, nowMs },
       {
         clockMs: nowMs,
-        storedConfig: [options.fleetConfig ?? {}, cluster?.config ?? {}],
+        storedConfig: [fleetConfig, cluster?.config ?? {}],
         explain: options.explain,
       },
     );
@@ -140,7 +152,7 @@ async function runUntilSaved(
     // A deferred run changes nothing, and a dry run saves nothing: both report the stored version.
     const saves = answer.deferred === null && !options.dryRun;
     if (saves) {
-      const lastDecision = summaryOf(answer, decisionId, nowMs);
+      const lastDecision = summaryOf(answer, decisionId, nowMs, options.snapshotId);
       const saved = await store.saveRun(clusterId, version, { state: answer.state, lastDecision, nowMs });
       if (!saved) {
         await sleep(jittered(attempt));
@@ -162,6 +174,7 @@ async function runUntilSaved(
         nowMs + options.decisionTtlMs,
       );
     }
+    if (!options.dryRun) options.observer?.runCompleted(clusterId, managed);
     return { status: 200, body, answer: managed, replayed: false };
   }
   const detail = `${maxAttempts} attempts lost the race to save this cluster's state; retry`;

@@ -5,7 +5,14 @@ import { ProblemDetails } from "../../schemas/problems.ts";
 import { ClusterId, EvaluateRequest, ManagedEvaluateRequest } from "../../schemas/request.ts";
 import { Snapshot } from "../../schemas/snapshot.ts";
 import { PacerState } from "../../schemas/state.ts";
-import { ClusterView, DecisionList, FleetListing, ManagedAnswer } from "./views.ts";
+import {
+  ClusterView,
+  DecisionList,
+  FleetConfigView,
+  FleetListing,
+  ManagedAnswer,
+  SnapshotMeta,
+} from "./views.ts";
 
 /** The OpenAPI document, generated from the same zod schemas that validate and type the service. */
 
@@ -21,7 +28,16 @@ function components(): Record<string, unknown> {
     "input",
   );
   const outputs = defsOf(
-    z.object({ RunAnswer, ManagedAnswer, ClusterView, FleetListing, DecisionList, ProblemDetails }),
+    z.object({
+      RunAnswer,
+      ManagedAnswer,
+      ClusterView,
+      FleetListing,
+      DecisionList,
+      ProblemDetails,
+      SnapshotMeta,
+      FleetConfigView,
+    }),
     "output",
   );
   const merged = JSON.stringify({ ...outputs, ...inputs }).replaceAll(
@@ -135,6 +151,34 @@ export function openApiDocument(): Record<string, unknown> {
           responses: {
             200: { description: "Decisions", ...json("DecisionList") },
             ...problems(400, 401, 403, 503),
+          },
+        },
+      },
+      "/v1/clusters/{clusterId}/snapshot": {
+        put: {
+          summary: "Store the cluster's latest snapshot for the scheduled tick",
+          parameters: [clusterIdParameter],
+          requestBody: { required: true, ...json("Snapshot") },
+          responses: {
+            200: { description: "Stored", ...json("SnapshotMeta") },
+            ...problems(400, 401, 403, 413, 415, 503),
+          },
+        },
+      },
+      "/v1/fleet/config": {
+        get: {
+          summary: "Configuration defaults for every cluster",
+          responses: {
+            200: { description: "The fleet config", ...json("FleetConfigView") },
+            ...problems(401, 503),
+          },
+        },
+        put: {
+          summary: "Replace the fleet's configuration defaults",
+          requestBody: { required: true, ...json("ConfigOverrides") },
+          responses: {
+            200: { description: "The fleet config", ...json("FleetConfigView") },
+            ...problems(400, 401, 415, 503),
           },
         },
       },

@@ -21,8 +21,36 @@ export const DecisionSummary = z
     deferred: z.enum(["throttle", "rebalance-disabled"]).nullable(),
     gatedBrokers: z.array(z.number().int()),
     maxWaitExpiredBrokers: z.array(z.number().int()),
+    snapshotId: z.string().optional().describe("The stored snapshot a tick ran on"),
   })
   .meta({ id: "DecisionSummary" });
+
+export const SnapshotMeta = z
+  .object({
+    snapshotId: z.string(),
+    receivedAtMs: z.number().int(),
+    partitionCount: z.number().int(),
+    compressedBytes: z.number().int(),
+    chunks: z.number().int().describe("Items the gzip'd snapshot is split across (at most 16 of 350 KB)"),
+  })
+  .meta({ id: "SnapshotMeta" });
+
+export const TickOutcome = z
+  .object({
+    atMs: z.number().int(),
+    outcome: z.enum([
+      "ran",
+      "not-enabled",
+      "not-due",
+      "no-snapshot",
+      "stale-snapshot",
+      "snapshot-unchanged",
+      "failed",
+    ]),
+    detail: z.string().optional(),
+    decisionId: z.string().optional(),
+  })
+  .meta({ id: "TickOutcome" });
 
 export const ClusterView = z
   .object({
@@ -34,8 +62,14 @@ export const ClusterView = z
     lastRunAtMs: z.number().int().nullable(),
     lastRunCapped: z.boolean(),
     lastDecision: DecisionSummary.nullable(),
+    snapshot: SnapshotMeta.extend({ ageMs: z.number().int() }).nullable(),
+    lastTick: TickOutcome.nullable(),
   })
   .meta({ id: "ClusterView" });
+
+export const FleetConfigView = z
+  .object({ config: ConfigOverrides, effectiveConfig: ConfigOverrides.required() })
+  .meta({ id: "FleetConfigView" });
 
 export const FleetRow = z
   .object({
@@ -46,6 +80,9 @@ export const FleetRow = z
     lastElectionCount: z.number().int().nullable(),
     moreWorkRemains: z.boolean(),
     nextRunDueAtMs: z.number().int().nullable(),
+    snapshotAgeMs: z.number().int().nullable(),
+    ticking: z.boolean(),
+    lastTick: TickOutcome.nullable(),
   })
   .meta({ id: "FleetRow" });
 

@@ -1,10 +1,14 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { createApp, DEFAULT_MAX_BODY_BYTES } from "../api/app.ts";
+import { createApp, DECISION_TTL_MS, DEFAULT_MAX_BODY_BYTES, IDEMPOTENCY_TTL_MS } from "../api/app.ts";
 import { TokenAuth } from "../api/auth.ts";
+import type { RunObserver } from "../api/managed-run.ts";
+import { type DecisionPublisher, runTick } from "../api/tick.ts";
 import { dynamoClient, ensureTable } from "../store/client.ts";
 import { DynamoStore } from "../store/dynamo-store.ts";
 import { startEmbeddedStore } from "../store/embedded.ts";
+import type { PacerStore } from "../store/store.ts";
+import { PrometheusObserver } from "./prometheus.ts";
 
 export interface LocalServerOptions {
   port: number;
@@ -16,6 +20,8 @@ export interface LocalServerOptions {
   tableName: string;
   auth?: TokenAuth;
   maxBodyBytes: number;
+  /** Seconds between ticks of the local schedule; 0 = no ticks. */
+  tickSeconds: number;
 }
 
 export interface LocalServer {
@@ -32,6 +38,7 @@ export function optionsFromEnvironment(env: NodeJS.ProcessEnv): LocalServerOptio
     tableName: env.PACER_TABLE ?? "leadership-pacer",
     auth: TokenAuth.fromEnvironment(env),
     maxBodyBytes: Number(env.PACER_MAX_BODY_BYTES ?? DEFAULT_MAX_BODY_BYTES),
+    tickSeconds: Number(env.PACER_TICK_SECONDS ?? 60),
   };
 }
 
@@ -45,7 +52,15 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   const client = dynamoClient({ endpoint });
   if (endpoint) await ensureTable(client, options.tableName);
   const store = new DynamoStore(client, options.tableName);
-  const app = createApp({ store, auth: options.auth, maxBodyBytes: options.maxBodyBytes });
+  const metrics = new PrometheusObserver();
+  const app = createApp({
+    store,
+    auth: options.auth,
+    maxBodyBytes: options.maxBodyBytes,
+    observer: metrics,
+    metricsText: () => metrics.text(),
+  });
+  const ticker = options.tickSeconds > 0 ? startTicker(store, metrics, options.tickSeconds) : undefined;
 
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
     const started = serve({ fetch: app.fetch, port: options.port, hostname: options.host }, () =>
@@ -56,9 +71,54 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   return {
     url: `http://${options.host}:${port}`,
     close: async () => {
+      ticker?.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       client.destroy();
       await embedded?.close();
+    },
+  };
+}
+
+/** Locally the decisions endpoint is the feed; the log says when a tick produced one. */
+const logPublisher: DecisionPublisher = {
+  async publish(clusterId, answer) {
+    console.log(
+      JSON.stringify({
+        message: "election batch",
+        clusterId,
+        decisionId: answer.decisionId,
+        elections: answer.elections.length,
+      }),
+    );
+  },
+};
+
+/** The same tick as on AWS, on a timer: each tick waits for the one before it. */
+function startTicker(store: PacerStore, observer: RunObserver, tickSeconds: number) {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const tick = async () => {
+    const scheduledAtMs = Date.now();
+    try {
+      await runTick({
+        store,
+        clock: Date.now,
+        scheduledAtMs,
+        publisher: logPublisher,
+        observer,
+        decisionTtlMs: DECISION_TTL_MS,
+        idempotencyTtlMs: IDEMPOTENCY_TTL_MS,
+      });
+    } catch (error) {
+      console.error(JSON.stringify({ message: "tick failed", error: (error as Error).message }));
+    }
+    if (!stopped) timer = setTimeout(tick, tickSeconds * 1000);
+  };
+  timer = setTimeout(tick, tickSeconds * 1000);
+  return {
+    stop: () => {
+      stopped = true;
+      clearTimeout(timer);
     },
   };
 }

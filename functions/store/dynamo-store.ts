@@ -1,6 +1,7 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import {
   type AttributeValue,
+  BatchWriteItemCommand,
   ConditionalCheckFailedException,
   DeleteItemCommand,
   DescribeTableCommand,
@@ -11,12 +12,32 @@ import {
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import type { ConfigOverrides } from "../../schemas/config.ts";
-import type { ClusterRecord, IdempotencyRecord, PacerStore, Page, StoredDecision } from "./store.ts";
+import type {
+  ClusterRecord,
+  IdempotencyRecord,
+  PacerStore,
+  Page,
+  SnapshotMeta,
+  StoredDecision,
+  TickOutcome,
+} from "./store.ts";
 import { StoreUnavailableError } from "./store.ts";
 import { TABLE } from "./table.ts";
 
-/** DynamoDB can hold 400 KB per item; answers above this (gzip'd) are kept without their elections. */
+/** DynamoDB holds 400 KB per item: a stored body (gzip'd) goes in pieces of at most this. */
 export const MAX_STORED_BODY_BYTES = 350_000;
+/** A snapshot may take this many items: 5.6 MB of gzip'd JSON, tens of MB of snapshot. */
+export const MAX_SNAPSHOT_CHUNKS = 16;
+const SNAPSHOT_CHUNK_TTL_MS = 86_400_000;
+const FLEET_KEY = { [TABLE.partitionKey]: { S: "fleet" }, [TABLE.sortKey]: { S: "config" } };
+
+export class SnapshotTooLargeError extends Error {
+  constructor(readonly compressedBytes: number) {
+    super(
+      `the snapshot is ${compressedBytes} bytes gzip'd; at most ${MAX_SNAPSHOT_CHUNKS * MAX_STORED_BODY_BYTES} are stored (send only imbalanced partitions with brokers[].preferredCount)`,
+    );
+  }
+}
 
 const clusterKey = (clusterId: string) => ({
   [TABLE.partitionKey]: { S: `cluster#${clusterId}` },
@@ -53,6 +74,8 @@ function clusterOf(item: Record<string, AttributeValue>): ClusterRecord {
     state: parsed(item, "state", null),
     config: parsed(item, "config", {}),
     lastDecision: parsed(item, "lastDecision", null),
+    snapshot: parsed(item, "snapshot", null),
+    lastTick: parsed(item, "lastTick", null),
     createdAtMs: num(item, "createdAtMs"),
     updatedAtMs: num(item, "updatedAtMs"),
   };
@@ -292,6 +315,116 @@ export class DynamoStore implements PacerStore {
           TableName: this.tableName,
           Key: idempotencyKey(clusterId, key),
           ConditionExpression: "attribute_not_exists(body)",
+        }),
+      ),
+    ).catch((error) => {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    });
+  }
+
+  getFleetConfig() {
+    return guarded(async () => {
+      const { Item } = await this.client.send(
+        new GetItemCommand({ TableName: this.tableName, Key: FLEET_KEY, ConsistentRead: true }),
+      );
+      return Item ? parsed<ConfigOverrides>(Item, "config", {}) : {};
+    });
+  }
+
+  async putFleetConfig(config: ConfigOverrides, nowMs: number) {
+    await guarded(() =>
+      this.client.send(
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item: { ...FLEET_KEY, config: json(config), updatedAtMs: n(nowMs) },
+        }),
+      ),
+    );
+  }
+
+  async putSnapshot(
+    clusterId: string,
+    gzipped: Buffer,
+    meta: Omit<SnapshotMeta, "chunks" | "compressedBytes">,
+  ) {
+    const chunks = Math.max(1, Math.ceil(gzipped.length / MAX_STORED_BODY_BYTES));
+    if (chunks > MAX_SNAPSHOT_CHUNKS) throw new SnapshotTooLargeError(gzipped.length);
+    // The chunks go first, under a new id; only then does the cluster point at them, so that a reader
+    // never sees half of a snapshot. Older chunks expire by themselves.
+    const expiresAt = n(Math.ceil((meta.receivedAtMs + SNAPSHOT_CHUNK_TTL_MS) / 1000));
+    const requests = Array.from({ length: chunks }, (_, k) => ({
+      PutRequest: {
+        Item: {
+          [TABLE.partitionKey]: s(`cluster#${clusterId}`),
+          [TABLE.sortKey]: s(`snapshot#${meta.snapshotId}#${String(k).padStart(3, "0")}`),
+          body: { B: gzipped.subarray(k * MAX_STORED_BODY_BYTES, (k + 1) * MAX_STORED_BODY_BYTES) },
+          [TABLE.ttlAttribute]: expiresAt,
+        },
+      },
+    }));
+    await guarded(async () => {
+      let pending: typeof requests = requests;
+      for (let attempt = 0; pending.length > 0; attempt++) {
+        if (attempt === 5) throw new Error("BatchWriteItem left snapshot chunks unprocessed");
+        const { UnprocessedItems } = await this.client.send(
+          new BatchWriteItemCommand({ RequestItems: { [this.tableName]: pending } }),
+        );
+        pending = (UnprocessedItems?.[this.tableName] ?? []) as typeof requests;
+      }
+    });
+    const stored: SnapshotMeta = { ...meta, chunks, compressedBytes: gzipped.length };
+    await guarded(() =>
+      this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: clusterKey(clusterId),
+          UpdateExpression: `SET #snapshot = :snapshot, snapshotReceivedAtMs = :received, ${IDENTITY}`,
+          // A slow upload must not replace a newer snapshot.
+          ConditionExpression:
+            "attribute_not_exists(snapshotReceivedAtMs) OR snapshotReceivedAtMs <= :received",
+          ExpressionAttributeNames: { "#snapshot": "snapshot" },
+          ExpressionAttributeValues: {
+            ":snapshot": json(stored),
+            ":received": n(meta.receivedAtMs),
+            ...identityValues(clusterId, meta.receivedAtMs),
+          },
+        }),
+      ),
+    ).catch((error) => {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    });
+    return stored;
+  }
+
+  getSnapshot(clusterId: string, meta: SnapshotMeta) {
+    return guarded(async () => {
+      const { Items } = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: `${TABLE.partitionKey} = :pk AND begins_with(${TABLE.sortKey}, :prefix)`,
+          ExpressionAttributeValues: {
+            ":pk": s(`cluster#${clusterId}`),
+            ":prefix": s(`snapshot#${meta.snapshotId}#`),
+          },
+          ConsistentRead: true,
+        }),
+      );
+      if (!Items || Items.length !== meta.chunks) return null;
+      return gunzipSync(Buffer.concat(Items.map((item) => item.body?.B ?? new Uint8Array()))).toString(
+        "utf8",
+      );
+    });
+  }
+
+  async recordTick(clusterId: string, outcome: TickOutcome) {
+    await guarded(() =>
+      this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: clusterKey(clusterId),
+          UpdateExpression: "SET lastTick = :tick",
+          ConditionExpression: `attribute_exists(${TABLE.partitionKey})`,
+          ExpressionAttributeValues: { ":tick": json(outcome) },
         }),
       ),
     ).catch((error) => {

@@ -13,6 +13,33 @@ export interface DecisionSummary {
   deferred: "throttle" | "rebalance-disabled" | null;
   gatedBrokers: number[];
   maxWaitExpiredBrokers: number[];
+  /** The stored snapshot a tick ran on, so that the next tick waits for a newer one. */
+  snapshotId?: string;
+}
+
+/** Where a cluster's latest stored snapshot is, and how fresh. */
+export interface SnapshotMeta {
+  snapshotId: string;
+  receivedAtMs: number;
+  partitionCount: number;
+  /** Bytes of gzip'd JSON, split across `chunks` items. */
+  compressedBytes: number;
+  chunks: number;
+}
+
+/** What the last tick did for a cluster, and why when it did not run it. */
+export interface TickOutcome {
+  atMs: number;
+  outcome:
+    | "ran"
+    | "not-enabled"
+    | "not-due"
+    | "no-snapshot"
+    | "stale-snapshot"
+    | "snapshot-unchanged"
+    | "failed";
+  detail?: string;
+  decisionId?: string;
 }
 
 export interface ClusterRecord {
@@ -22,6 +49,8 @@ export interface ClusterRecord {
   state: PacerState | null;
   config: ConfigOverrides;
   lastDecision: DecisionSummary | null;
+  snapshot: SnapshotMeta | null;
+  lastTick: TickOutcome | null;
   createdAtMs: number;
   updatedAtMs: number;
 }
@@ -93,6 +122,19 @@ export interface PacerStore {
   ): Promise<void>;
   /** Gives up a claim whose run did not happen (store fault, conflict), so that a retry may run. */
   releaseIdempotency(clusterId: string, key: string): Promise<void>;
+
+  getFleetConfig(): Promise<ConfigOverrides>;
+  putFleetConfig(config: ConfigOverrides, nowMs: number): Promise<void>;
+
+  /** Stores a cluster's latest snapshot (gzip'd JSON), then points the cluster at it. */
+  putSnapshot(
+    clusterId: string,
+    gzipped: Buffer,
+    meta: Omit<SnapshotMeta, "chunks" | "compressedBytes">,
+  ): Promise<SnapshotMeta>;
+  /** The snapshot's JSON text, or null if its chunks have expired. */
+  getSnapshot(clusterId: string, meta: SnapshotMeta): Promise<string | null>;
+  recordTick(clusterId: string, outcome: TickOutcome): Promise<void>;
 
   /** Throws if the store cannot be reached. */
   ping(): Promise<void>;

@@ -11,7 +11,13 @@ import { openServer } from "../support/stores.ts";
 
 const behind = snapshotOf(preferredPartitionsOf(1, 10, { outOfSync: 5 }));
 const caughtUp = snapshotOf(preferredPartitionsOf(1, 10));
-const localOptions = { port: 0, host: "127.0.0.1", tableName: "leadership-pacer", maxBodyBytes: 8 << 20 };
+const localOptions = {
+  port: 0,
+  host: "127.0.0.1",
+  tableName: "leadership-pacer",
+  maxBodyBytes: 8 << 20,
+  tickSeconds: 0,
+};
 
 describe("the local server", () => {
   it("keeps each cluster's state across a restart on the embedded store", async () => {

@@ -15,6 +15,8 @@ describe("configuration", () => {
       "leader.imbalance.election.wait.for.sync.threshold.basis": "imbalanced",
       "leader.imbalance.election.max.per.run": 1000,
       "leader.imbalance.election.throttle.interval.ms": 0,
+      "pacer.tick.enabled": false,
+      "pacer.snapshot.max.age.ms": 120_000,
     });
   });
 

@@ -52,6 +52,7 @@ export async function openServer(
     tableName: backing.tableName,
     auth: options.auth,
     maxBodyBytes: options.maxBodyBytes ?? 8 * 1024 * 1024,
+    tickSeconds: 0,
   });
   return {
     ...server,
