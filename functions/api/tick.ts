@@ -45,6 +45,12 @@ function skipReason(
   return null;
 }
 
+/**
+ * What a tick's idempotency key stands for: "this cluster's run of this scheduled time", whichever
+ * snapshot is stored by the time a retry comes.
+ */
+const TICK_REQUEST = Buffer.from("scheduled tick");
+
 async function tickCluster(record: ClusterRecord, config: EffectiveConfig, options: TickOptions) {
   const { store, clock } = options;
   const nowMs = clock();
@@ -68,7 +74,7 @@ async function tickCluster(record: ClusterRecord, config: EffectiveConfig, optio
     store,
     clusterId,
     { snapshot: snapshot.value, config: {}, state: undefined, nowMs: undefined },
-    Buffer.from(record.snapshot.snapshotId),
+    TICK_REQUEST,
     {
       clock,
       dryRun: false,

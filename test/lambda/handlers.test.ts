@@ -1,0 +1,237 @@
+import { gzipSync } from "node:zlib";
+import type { APIGatewayProxyEventV2, Context } from "aws-lambda";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { snapshotIdOf } from "../../functions/api/tick.ts";
+import { createHttpHandler } from "../../functions/handlers/lambda-http.ts";
+import { createTickHandler } from "../../functions/handlers/lambda-tick.ts";
+import type { Snapshot } from "../../schemas/snapshot.ts";
+import { preferredPartitionsOf, snapshotOf, WAIT_FOR_SYNC } from "../support/cluster.ts";
+import { type EventBridgeEndpoint, startEventBridgeEndpoint } from "../support/eventbridge.ts";
+import { openStore, type TestStore } from "../support/stores.ts";
+
+/** The Lambda handlers, invoked with the events AWS sends, against DynamoDB Local. */
+
+function functionUrlEvent(method: string, path: string, body?: unknown, query = ""): APIGatewayProxyEventV2 {
+  return {
+    version: "2.0",
+    routeKey: "$default",
+    rawPath: path,
+    rawQueryString: query,
+    headers: { "content-type": "application/json", host: "abc123.lambda-url.eu-west-1.on.aws" },
+    requestContext: {
+      accountId: "123456789012",
+      apiId: "abc123",
+      domainName: "abc123.lambda-url.eu-west-1.on.aws",
+      domainPrefix: "abc123",
+      http: { method, path, protocol: "HTTP/1.1", sourceIp: "198.51.100.7", userAgent: "controller/1.0" },
+      requestId: "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
+      routeKey: "$default",
+      stage: "$default",
+      time: "02/Dec/2026:19:00:00 +0000",
+      timeEpoch: 1796238000000,
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body), isBase64Encoded: false }),
+  } as APIGatewayProxyEventV2;
+}
+const context = { functionName: "leadership-pacer-api", awsRequestId: "req-1" } as Context;
+
+/** Everything written to stdout while `run` runs: where EMF records and structured logs go. */
+async function captureStdout<T>(run: () => Promise<T>): Promise<{ result: T; lines: string[] }> {
+  const original = process.stdout.write.bind(process.stdout);
+  const written: string[] = [];
+  process.stdout.write = ((chunk: string | Uint8Array) => {
+    written.push(String(chunk));
+    return true;
+  }) as typeof process.stdout.write;
+  try {
+    const result = await run();
+    return { result, lines: written.join("").split("\n").filter(Boolean) };
+  } finally {
+    process.stdout.write = original;
+  }
+}
+
+let backing: TestStore;
+let eventBridge: EventBridgeEndpoint;
+let env: Record<string, string>;
+beforeAll(async () => {
+  backing = await openStore("DynamoDB Local");
+  eventBridge = await startEventBridgeEndpoint();
+  env = {
+    PACER_TABLE: backing.tableName,
+    DYNAMODB_ENDPOINT: backing.endpoint,
+    PACER_EVENT_BUS: "leadership-pacer",
+    EVENTBRIDGE_ENDPOINT: eventBridge.url,
+  };
+});
+afterAll(async () => {
+  await backing.close();
+  await eventBridge.close();
+});
+
+describe("the HTTP handler", () => {
+  it("serves a managed run from a Function URL event and emits its metrics as EMF", async () => {
+    const handler = createHttpHandler(env);
+    const snapshot = snapshotOf(preferredPartitionsOf(1, 10, { outOfSync: 5 }));
+    const { result, lines } = await captureStdout(() =>
+      handler(
+        functionUrlEvent("POST", "/v1/clusters/lambda-1/evaluate", { snapshot, config: WAIT_FOR_SYNC }),
+        context,
+      ),
+    );
+    expect(result.statusCode).toBe(200);
+    const answer = JSON.parse(result.body as string);
+    expect(answer).toMatchObject({ stateVersion: 1, elections: [] });
+
+    const emf = lines.map((line) => JSON.parse(line)).find((record) => record._aws);
+    expect(emf._aws.CloudWatchMetrics[0].Namespace).toBe("LeadershipPacer");
+    expect(emf._aws.CloudWatchMetrics[0].Dimensions[0]).toEqual(expect.arrayContaining(["ClusterId"]));
+    expect(emf._aws.CloudWatchMetrics[0].Dimensions.flat()).not.toContain("broker");
+    expect(emf).toMatchObject({
+      ClusterId: "lambda-1",
+      Runs: 1,
+      Elections: 0,
+      ElectionsSkippedByGate: 5,
+      GatedBrokerCount: 1,
+      MaxWaitExpiredBrokerCount: 0,
+      OutOfSyncPreferredPartitionCount: 5,
+      decisionId: answer.decisionId,
+    });
+    const log = lines.map((line) => JSON.parse(line)).find((record) => record.message === "run completed");
+    expect(log).toMatchObject({
+      level: "INFO",
+      clusterId: "lambda-1",
+      decisionId: answer.decisionId,
+      service: "leadership-pacer",
+    });
+  });
+
+  it("answers bad input with a problem, not a 500, and health through the same app", async () => {
+    const handler = createHttpHandler(env);
+    const bad = await handler(
+      functionUrlEvent("POST", "/v1/clusters/lambda-1/evaluate", { snapshot: {} }),
+      context,
+    );
+    expect(bad.statusCode).toBe(400);
+    expect(bad.headers?.["content-type"]).toBe("application/problem+json");
+    const health = await handler(functionUrlEvent("GET", "/healthz"), context);
+    expect(health.statusCode).toBe(200);
+  });
+});
+
+describe("the tick handler", () => {
+  const now = 1_796_238_000_000;
+  const at = (ms: number) => new Date(ms).toISOString();
+  const behind = snapshotOf(preferredPartitionsOf(1, 10, { outOfSync: 5 }));
+  const caughtUp = snapshotOf(preferredPartitionsOf(1, 10));
+
+  async function storeSnapshot(clusterId: string, snapshot: Snapshot, receivedAtMs: number) {
+    const bytes = Buffer.from(JSON.stringify(snapshot));
+    await backing.store.putSnapshot(clusterId, gzipSync(bytes), {
+      snapshotId: snapshotIdOf(bytes, receivedAtMs),
+      receivedAtMs,
+      partitionCount: snapshot.partitions.length,
+    });
+  }
+  afterEach(() => {
+    eventBridge.entries.length = 0;
+  });
+
+  it("runs two clusters with different configs in one invocation and publishes their batches", async () => {
+    await backing.store.putConfig(
+      "tick-a",
+      { "pacer.tick.enabled": true, "leader.imbalance.election.max.per.run": 3 },
+      now,
+    );
+    await backing.store.putConfig("tick-b", { "pacer.tick.enabled": "true" as never, ...WAIT_FOR_SYNC }, now);
+    await backing.store.putConfig("tick-off", {}, now);
+    await storeSnapshot("tick-a", caughtUp, now - 10_000);
+    await storeSnapshot("tick-b", behind, now - 10_000);
+    await storeSnapshot("tick-off", caughtUp, now - 10_000);
+
+    const tick = createTickHandler(env, () => now);
+    const { result: report } = await captureStdout(() => tick({ scheduledAt: at(now) }));
+    const byCluster = Object.fromEntries(report.clusters.map((c) => [c.clusterId, c]));
+    expect(byCluster["tick-a"]).toMatchObject({ outcome: "ran", elections: 3 });
+    expect(byCluster["tick-b"]).toMatchObject({ outcome: "ran", elections: 0 });
+    expect(byCluster["tick-off"]).toMatchObject({ outcome: "not-enabled" });
+
+    expect(eventBridge.entries).toHaveLength(1);
+    const [entry] = eventBridge.entries;
+    expect(entry).toMatchObject({
+      Source: "leadership-pacer",
+      DetailType: "Preferred Leader Election Batch",
+      EventBusName: "leadership-pacer",
+    });
+    const detail = JSON.parse(entry!.Detail);
+    expect(detail).toMatchObject({
+      clusterId: "tick-a",
+      decisionId: byCluster["tick-a"]?.decisionId,
+      part: 1,
+      parts: 1,
+    });
+    expect(detail.kafkaLeaderElection.partitions).toHaveLength(3);
+
+    const stored = await backing.store.getCluster("tick-b");
+    expect(stored?.lastTick).toMatchObject({ outcome: "ran" });
+    expect(stored?.state?.brokers).toEqual([{ id: 1, gatedSinceMs: now, clearRuns: 0 }]);
+  });
+
+  it("replays a retried tick instead of advancing hysteresis twice", async () => {
+    const config = {
+      "pacer.tick.enabled": true,
+      ...WAIT_FOR_SYNC,
+      "leader.imbalance.check.interval.seconds": 1,
+    };
+    await backing.store.putConfig("retry", config, now);
+    await storeSnapshot("retry", behind, now - 1_000);
+    const first = await captureStdout(() => createTickHandler(env, () => now)({ scheduledAt: at(now) }));
+    // Between the attempt and its retry a new snapshot arrived and the run came due again: only the
+    // idempotency key (from the scheduled time) stops the retry from running the cluster a second time.
+    await storeSnapshot("retry", behind, now + 5_000);
+    const retry = await captureStdout(() =>
+      createTickHandler(env, () => now + 20_000)({ scheduledAt: at(now) }),
+    );
+    const [a, b] = [first.result, retry.result].map((r) => r.clusters.find((c) => c.clusterId === "retry"));
+    expect(a?.outcome).toBe("ran");
+    expect(b).toMatchObject({ outcome: "ran", decisionId: a?.decisionId });
+    expect((await backing.store.getCluster("retry"))?.version).toBe(1);
+    // The next scheduled tick runs it again.
+    const next = await captureStdout(() =>
+      createTickHandler(env, () => now + 60_000)({ scheduledAt: at(now + 60_000) }),
+    );
+    expect(next.result.clusters.find((c) => c.clusterId === "retry")?.decisionId).not.toBe(a?.decisionId);
+    expect((await backing.store.getCluster("retry"))?.state?.brokers[0]).toMatchObject({
+      clearRuns: 0,
+      gatedSinceMs: now,
+    });
+  });
+
+  it("skips a cluster that is not due, whose snapshot is stale, or unchanged since its last run, and says why", async () => {
+    await backing.store.putConfig(
+      "skip",
+      { "pacer.tick.enabled": true, "pacer.snapshot.max.age.ms": 600_000 },
+      now,
+    );
+    await storeSnapshot("skip", caughtUp, now - 10_000);
+    const tickAt = async (ms: number) => {
+      const { result } = await captureStdout(() => createTickHandler(env, () => ms)({ scheduledAt: at(ms) }));
+      return result.clusters.find((c) => c.clusterId === "skip");
+    };
+    expect(await tickAt(now)).toMatchObject({ outcome: "ran", elections: 10 });
+    // Not capped: the next run is due after the check interval (300 s).
+    expect(await tickAt(now + 60_000)).toMatchObject({ outcome: "not-due" });
+    // Due, but the snapshot is the one the last run used: its elections may not have been carried out yet.
+    expect(await tickAt(now + 300_000)).toMatchObject({ outcome: "snapshot-unchanged", elections: 0 });
+    expect(await tickAt(now + 10 * 60_000)).toMatchObject({ outcome: "stale-snapshot", elections: 0 });
+    expect((await backing.store.getCluster("skip"))?.lastTick).toMatchObject({ outcome: "stale-snapshot" });
+    await storeSnapshot("skip", behind, now + 10 * 60_000);
+    expect(await tickAt(now + 10 * 60_000 + 1_000)).toMatchObject({ outcome: "ran" });
+  });
+
+  it("never ticks a cluster with no snapshot", async () => {
+    await backing.store.putConfig("empty", { "pacer.tick.enabled": true }, now);
+    const { result } = await captureStdout(() => createTickHandler(env, () => now)({ scheduledAt: at(now) }));
+    expect(result.clusters.find((c) => c.clusterId === "empty")).toMatchObject({ outcome: "no-snapshot" });
+  });
+});
