@@ -1,5 +1,5 @@
 import { gzipSync } from "node:zlib";
-import type { APIGatewayProxyEventV2, Context } from "aws-lambda";
+import type { Context } from "aws-lambda";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { snapshotIdOf } from "../../functions/api/tick.ts";
 import { createHttpHandler } from "../../functions/handlers/lambda-http.ts";
@@ -11,7 +11,10 @@ import { openStore, type TestStore } from "../support/stores.ts";
 
 /** The Lambda handlers, invoked with the events AWS sends, against DynamoDB Local. */
 
-function functionUrlEvent(method: string, path: string, body?: unknown, query = ""): APIGatewayProxyEventV2 {
+/** The event shape hono's Lambda adapter takes: API Gateway HTTP API v2, which Function URLs send too. */
+type FunctionUrlEvent = Parameters<ReturnType<typeof createHttpHandler>>[0];
+
+function functionUrlEvent(method: string, path: string, body?: unknown, query = ""): FunctionUrlEvent {
   return {
     version: "2.0",
     routeKey: "$default",
@@ -30,8 +33,9 @@ function functionUrlEvent(method: string, path: string, body?: unknown, query = 
       time: "02/Dec/2026:19:00:00 +0000",
       timeEpoch: 1796238000000,
     },
-    ...(body === undefined ? {} : { body: JSON.stringify(body), isBase64Encoded: false }),
-  } as APIGatewayProxyEventV2;
+    body: body === undefined ? null : JSON.stringify(body),
+    isBase64Encoded: false,
+  } as FunctionUrlEvent;
 }
 const context = { functionName: "leadership-pacer-api", awsRequestId: "req-1" } as Context;
 
