@@ -26,6 +26,19 @@ function functionUrlEvent(method: string, path: string, body?: unknown, query = 
       apiId: "abc123",
       domainName: "abc123.lambda-url.eu-west-1.on.aws",
       domainPrefix: "abc123",
+      // A Function URL with AuthType AWS_IAM: the signed caller.
+      authentication: null,
+      authorizer: {
+        iam: {
+          accessKey: "AKIAIOSFODNN7EXAMPLE",
+          accountId: "123456789012",
+          callerId: "AIDACKCEVSQ6C2EXAMPLE",
+          cognitoIdentity: null,
+          principalOrgId: null,
+          userArn: "arn:aws:iam::123456789012:role/kafka-controller",
+          userId: "AIDACKCEVSQ6C2EXAMPLE",
+        },
+      },
       http: { method, path, protocol: "HTTP/1.1", sourceIp: "198.51.100.7", userAgent: "controller/1.0" },
       requestId: "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
       routeKey: "$default",
