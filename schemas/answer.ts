@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ConfigOverrides } from "./config.ts";
 import { PacerState } from "./state.ts";
 

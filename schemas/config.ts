@@ -1,5 +1,5 @@
 import { closest, distance } from "fastest-levenshtein";
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * The configuration vocabulary (SPEC §2): Kafka's own names, as a flat object. A value may be a JSON

@@ -1,5 +1,5 @@
 import { readFileSync, writeFileSync } from "node:fs";
-import { z } from "zod";
+import * as z from "zod";
 import { RunAnswer } from "./answer.ts";
 import { ConfigOverrides } from "./config.ts";
 import { ProblemDetails } from "./problems.ts";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { suggestConfigKey } from "./config.ts";
 
 /** One thing wrong with an input, located by an RFC 6901 JSON Pointer. */

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ConfigOverrides } from "./config.ts";
 import { type InputProblem, pointer, type Validated, validateWith } from "./problems.ts";
 import { type Snapshot, Snapshot as SnapshotSchema, validateSnapshot } from "./snapshot.ts";

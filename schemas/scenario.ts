@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ConfigOverrides } from "./config.ts";
 
 /** A recovery to simulate: a cluster, the brokers that restart, how they catch up, and the config. */

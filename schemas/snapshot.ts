@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { type InputProblem, MAX_LISTED_PROBLEMS, pointer, type Validated, validateWith } from "./problems.ts";
 
 /** The cluster snapshot (SPEC §3): brokers and partitions as a controller sees them. */

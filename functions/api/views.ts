@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { RunAnswer } from "../../schemas/answer.ts";
 import { ConfigOverrides } from "../../schemas/config.ts";
 import { GateEntry } from "../../schemas/state.ts";

@@ -1,11 +1,9 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
-import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { DECISION_TTL_MS, IDEMPOTENCY_TTL_MS } from "../api/app.ts";
 import { dynamoClient } from "../store/client.ts";
 import { DynamoStore } from "../store/dynamo-store.ts";
 import { EmfObserver } from "./emf.ts";
-import { EventBridgePublisher } from "./eventbridge.ts";
 
 /** What both Lambda functions are made of, from their environment: the composition root on AWS. */
 export interface LambdaEnvironment {
@@ -25,26 +23,10 @@ export function lambdaDependencies(env: LambdaEnvironment) {
   const logger = new Logger({ serviceName: SERVICE_NAME });
   const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: SERVICE_NAME });
   const observer = new EmfObserver(metrics, logger);
-  const publisher = env.PACER_EVENT_BUS
-    ? new EventBridgePublisher(
-        new EventBridgeClient({
-          maxAttempts: 3,
-          ...(env.EVENTBRIDGE_ENDPOINT
-            ? {
-                endpoint: env.EVENTBRIDGE_ENDPOINT,
-                credentials: { accessKeyId: "local", secretAccessKey: "local" },
-              }
-            : {}),
-          region: process.env.AWS_REGION ?? "us-east-1",
-        }),
-        env.PACER_EVENT_BUS,
-      )
-    : undefined;
   return {
     store,
     logger,
     observer,
-    publisher,
     decisionTtlMs: DECISION_TTL_MS,
     idempotencyTtlMs: IDEMPOTENCY_TTL_MS,
   };

@@ -1,0 +1,239 @@
+import { fileURLToPath } from "node:url";
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from "aws-cdk-lib";
+import { Alarm, ComparisonOperator, Metric, TreatMissingData } from "aws-cdk-lib/aws-cloudwatch";
+import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from "aws-cdk-lib/aws-dynamodb";
+import { EventBus } from "aws-cdk-lib/aws-events";
+import { Effect, PolicyStatement } from "aws-cdk-lib/aws-iam";
+import {
+  Architecture,
+  type CfnFunction,
+  FunctionUrlAuthType,
+  type IFunction,
+  Runtime,
+} from "aws-cdk-lib/aws-lambda";
+import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
+import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
+import {
+  ContextAttribute,
+  Schedule,
+  ScheduleExpression,
+  ScheduleTargetInput,
+} from "aws-cdk-lib/aws-scheduler";
+import { LambdaInvoke } from "aws-cdk-lib/aws-scheduler-targets";
+import { Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
+import type { Construct } from "constructs";
+import { METRICS_NAMESPACE, SERVICE_NAME } from "../functions/handlers/lambda.ts";
+import { TABLE } from "../functions/store/table.ts";
+import { BUNDLE, LAMBDA_HANDLERS } from "./bundling.ts";
+
+const handlerPath = (file: string) =>
+  fileURLToPath(new URL(`../functions/handlers/${file}`, import.meta.url));
+const projectRoot = fileURLToPath(new URL("..", import.meta.url));
+
+/** The table actions the service uses, and no others. */
+export const TABLE_ACTIONS = [
+  "dynamodb:GetItem",
+  "dynamodb:PutItem",
+  "dynamodb:UpdateItem",
+  "dynamodb:DeleteItem",
+  "dynamodb:Query",
+  "dynamodb:BatchWriteItem",
+  "dynamodb:DescribeTable",
+];
+
+/** The cdk-nag AwsSolutions findings this stack accepts, and why. */
+const ACCEPTED_FINDINGS: [string, string][] = [
+  [
+    "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+    "AWSLambdaBasicExecutionRole only lets each function write its own logs: AWS's least-privilege logging policy.",
+  ],
+  ["AwsSolutions-SQS3", "This queue is itself the dead-letter queue of the tick schedule."],
+];
+
+export interface PacerStackProps extends StackProps {
+  /** How often the tick runs; EventBridge Scheduler's finest rate is one minute. */
+  tickRate?: Duration;
+}
+
+/**
+ * leadership-pacer on AWS: one DynamoDB table, the HTTP API on Lambda behind an IAM-authenticated
+ * Function URL, the tick on Lambda driven by EventBridge Scheduler, and a bus for election batches.
+ */
+export class PacerStack extends Stack {
+  constructor(scope: Construct, id: string, props: PacerStackProps = {}) {
+    super(scope, id, props);
+
+    const table = new Table(this, "State", {
+      partitionKey: { name: TABLE.partitionKey, type: AttributeType.STRING },
+      sortKey: { name: TABLE.sortKey, type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      timeToLiveAttribute: TABLE.ttlAttribute,
+      encryption: TableEncryption.AWS_MANAGED,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    table.addGlobalSecondaryIndex({
+      indexName: TABLE.clustersIndex,
+      partitionKey: { name: TABLE.clustersIndexPartitionKey, type: AttributeType.STRING },
+      sortKey: { name: TABLE.clustersIndexSortKey, type: AttributeType.STRING },
+      projectionType: ProjectionType.ALL,
+    });
+
+    const bus = new EventBus(this, "Decisions", { eventBusName: `${id}-decisions` });
+
+    const environment = {
+      PACER_TABLE: table.tableName,
+      POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+      POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
+    };
+    const api = this.pacerFunction("Api", LAMBDA_HANDLERS.Api, {
+      environment,
+      timeout: Duration.seconds(29),
+      memorySize: 1024,
+    });
+    const tick = this.pacerFunction("Tick", LAMBDA_HANDLERS.Tick, {
+      environment: { ...environment, PACER_EVENT_BUS: bus.eventBusName },
+      timeout: Duration.minutes(5),
+      memorySize: 1024,
+      // One tick at a time: a slow tick is never overtaken by the next one.
+      reservedConcurrentExecutions: 1,
+    });
+
+    for (const fn of [api, tick]) this.grantTable(fn, table.tableArn);
+    tick.addToRolePolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: ["events:PutEvents"],
+        resources: [bus.eventBusArn],
+      }),
+    );
+
+    // Controllers call the API with SigV4-signed requests; nothing anonymous gets through.
+    const url = api.addFunctionUrl({ authType: FunctionUrlAuthType.AWS_IAM });
+
+    const deadLetters = new Queue(this, "TickDeadLetters", {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    new Schedule(this, "TickSchedule", {
+      description: "Ticks leadership-pacer: paces every cluster whose ticking is on",
+      schedule: ScheduleExpression.rate(props.tickRate ?? Duration.minutes(1)),
+      target: new LambdaInvoke(tick, {
+        input: ScheduleTargetInput.fromObject({ scheduledAt: ContextAttribute.scheduledTime }),
+        retryAttempts: 3,
+        maxEventAge: Duration.minutes(5),
+        deadLetterQueue: deadLetters,
+      }),
+    });
+
+    this.alarms(api, tick, deadLetters);
+    this.suppressions();
+    // The schedule's role may invoke the tick function and its versions (`<arn>:*`): CDK's own grant.
+    const tickLogicalId = this.getLogicalId(tick.node.defaultChild as CfnFunction);
+    Validations.of(this).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::<${tickLogicalId}.Arn>:*]`,
+      reason: "EventBridge Scheduler's role may invoke the tick function and its versions, nothing else.",
+    });
+
+    new CfnOutput(this, "ApiUrl", {
+      value: url.url,
+      description: "The API's Function URL (SigV4, service lambda)",
+    });
+    new CfnOutput(this, "TableName", { value: table.tableName });
+    new CfnOutput(this, "EventBusName", { value: bus.eventBusName });
+    new CfnOutput(this, "TickDeadLetterQueueUrl", { value: deadLetters.queueUrl });
+  }
+
+  private pacerFunction(
+    id: string,
+    file: string,
+    options: Pick<
+      ConstructorParameters<typeof NodejsFunction>[2] & object,
+      "environment" | "timeout" | "memorySize" | "reservedConcurrentExecutions"
+    >,
+  ): NodejsFunction {
+    const logGroup = new LogGroup(this, `${id}Logs`, {
+      retention: RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    return new NodejsFunction(this, id, {
+      entry: handlerPath(file),
+      handler: "handler",
+      // Node.js 20 reaches the end of creation on Lambda in 2027; the bundles target Node 20 syntax and run
+      // unchanged on 24.
+      runtime: Runtime.NODEJS_24_X,
+      architecture: Architecture.ARM_64,
+      logGroup,
+      projectRoot,
+      depsLockFilePath: `${projectRoot}package-lock.json`,
+      bundling: {
+        // The local esbuild: no Docker engine is needed to build the bundles.
+        forceDockerBundling: false,
+        externalModules: [],
+        format: OutputFormat.ESM,
+        target: "node20",
+        minify: true,
+        sourceMap: true,
+        mainFields: ["module", "main"],
+        // Some dependencies still call require(); an ESM bundle needs it defined.
+        banner:
+          "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+      },
+      ...options,
+      environment: { ...options.environment, NODE_OPTIONS: "--enable-source-maps" },
+    });
+  }
+
+  private grantTable(fn: IFunction, tableArn: string) {
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: TABLE_ACTIONS,
+        resources: [tableArn, `${tableArn}/index/${TABLE.clustersIndex}`],
+      }),
+    );
+  }
+
+  private alarms(api: NodejsFunction, tick: NodejsFunction, deadLetters: Queue) {
+    const errors = (fn: NodejsFunction, name: string) =>
+      new Alarm(this, `${name}ErrorsAlarm`, {
+        alarmDescription: `${name} Lambda errors: requests or ticks failing`,
+        metric: fn.metricErrors({ period: Duration.minutes(5) }),
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      });
+    errors(api, "Api");
+    errors(tick, "Tick");
+    new Alarm(this, "TickDeadLettersAlarm", {
+      alarmDescription: "Ticks that failed past their retries: clusters are not being paced",
+      metric: deadLetters.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5) }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    new Alarm(this, "MaxWaitEscapesAlarm", {
+      alarmDescription: "A broker was let through by the max-wait escape hatch: it never caught up",
+      metric: new Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName: "FleetMaxWaitExpiredBrokerCount",
+        dimensionsMap: { service: SERVICE_NAME },
+        statistic: "Sum",
+        period: Duration.minutes(5),
+      }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+  }
+
+  /** cdk-nag AwsSolutions findings accepted on purpose, each with its reason. */
+  private suppressions() {
+    for (const [id, reason] of ACCEPTED_FINDINGS) Validations.of(this).acknowledge({ id, reason });
+  }
+}
