@@ -6,6 +6,8 @@ import type { ManagedAnswer, RunObserver } from "../api/managed-run.ts";
  * The run metrics of SPEC §4 as CloudWatch metrics through the Embedded Metric Format, one EMF record per
  * run with the cluster id as the only dimension. Broker ids are unbounded, so per-broker counts go into
  * the record's metadata and the structured log, not into dimensions.
+ *
+ * Every record also has Powertools' `service` dimension.
  */
 export class EmfObserver implements RunObserver {
   constructor(
@@ -35,6 +37,11 @@ export class EmfObserver implements RunObserver {
       JSON.stringify(metrics.outOfSyncPreferredPartitionCount),
     );
     this.metrics.publishStoredMetrics();
+    // The same escape count once more without the cluster: one fleet-wide series that an alarm can watch
+    // (CloudWatch alarms cannot aggregate across dimension values).
+    this.metrics
+      .singleMetric()
+      .addMetric("FleetMaxWaitExpiredBrokerCount", MetricUnit.Count, metrics.maxWaitExpiredBrokerCount);
     this.logger.info("run completed", {
       clusterId,
       decisionId: answer.decisionId,

@@ -114,6 +114,11 @@ describe("the HTTP handler", () => {
       OutOfSyncPreferredPartitionCount: 5,
       decisionId: answer.decisionId,
     });
+    const fleet = lines
+      .map((line) => JSON.parse(line))
+      .find((record) => "FleetMaxWaitExpiredBrokerCount" in record);
+    expect(fleet._aws.CloudWatchMetrics[0].Dimensions).toEqual([["service"]]);
+    expect(fleet).toMatchObject({ service: "leadership-pacer", FleetMaxWaitExpiredBrokerCount: 0 });
     const log = lines.map((line) => JSON.parse(line)).find((record) => record.message === "run completed");
     expect(log).toMatchObject({
       level: "INFO",

@@ -1,0 +1,137 @@
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Match, Template } from "aws-cdk-lib/assertions";
+import { Queue } from "aws-cdk-lib/aws-sqs";
+import { beforeAll, describe, expect, it } from "vitest";
+import { createPacerApp } from "../../infra/pacer-app.ts";
+import { TABLE_ACTIONS } from "../../infra/stack.ts";
+
+/** The deployment as CloudFormation: resources, wiring, IAM, and the cdk-nag AwsSolutions checks. */
+
+function synthesize(tamper?: (stack: ReturnType<typeof createPacerApp>["stack"]) => void) {
+  const outdir = mkdtempSync(join(tmpdir(), "cdk-"));
+  const { app, stack } = createPacerApp({ outdir });
+  tamper?.(stack);
+  const assembly = app.synth();
+  return { template: Template.fromJSON(assembly.getStackByName(stack.stackName).template), outdir, stack };
+}
+
+let template: Template;
+let outdir: string;
+beforeAll(() => {
+  ({ template, outdir } = synthesize());
+});
+
+type Statement = { Action: string | string[]; Resource: unknown; Effect: string };
+function statementsOf(roleLogicalIdPrefix: string): Statement[] {
+  const policies = template.findResources("AWS::IAM::Policy");
+  return Object.values(policies)
+    .filter((p) =>
+      (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref.startsWith(roleLogicalIdPrefix)),
+    )
+    .flatMap((p) => p.Properties.PolicyDocument.Statement as Statement[]);
+}
+const actionsOf = (statements: Statement[]) => statements.flatMap((s) => [s.Action].flat()).sort();
+
+describe("the stack", () => {
+  it("keeps state in an on-demand table with point-in-time recovery, TTL and the clusters index, retained on deletion", () => {
+    template.hasResource("AWS::DynamoDB::Table", {
+      DeletionPolicy: "Retain",
+      UpdateReplacePolicy: "Retain",
+      Properties: Match.objectLike({
+        BillingMode: "PAY_PER_REQUEST",
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        TimeToLiveSpecification: { AttributeName: "expiresAt", Enabled: true },
+        KeySchema: [
+          { AttributeName: "pk", KeyType: "HASH" },
+          { AttributeName: "sk", KeyType: "RANGE" },
+        ],
+        GlobalSecondaryIndexes: [Match.objectLike({ IndexName: "clusters" })],
+      }),
+    });
+  });
+
+  it("runs both functions on ARM64 Node.js with the table in their environment and 30-day logs", () => {
+    const functions = template.findResources("AWS::Lambda::Function");
+    const pacer = Object.values(functions).filter((f) => f.Properties.Handler === "index.handler");
+    expect(pacer).toHaveLength(2);
+    for (const fn of pacer) {
+      expect(fn.Properties).toMatchObject({ Runtime: "nodejs24.x", Architectures: ["arm64"] });
+      expect(fn.Properties.Environment.Variables.PACER_TABLE).toEqual({
+        Ref: expect.stringMatching(/^State/),
+      });
+    }
+    template.resourcePropertiesCountIs("AWS::Logs::LogGroup", { RetentionInDays: 30 }, 2);
+  });
+
+  it("puts the API behind an IAM-authenticated Function URL, never an anonymous one", () => {
+    template.resourceCountIs("AWS::Lambda::Url", 1);
+    template.hasResourceProperties("AWS::Lambda::Url", {
+      AuthType: "AWS_IAM",
+      TargetFunctionArn: { "Fn::GetAtt": [Match.stringLikeRegexp("^Api"), "Arn"] },
+    });
+    expect(JSON.stringify(template.toJSON())).not.toContain('"AuthType":"NONE"');
+  });
+
+  it("ticks every minute through EventBridge Scheduler, with retries, a dead-letter queue and the scheduled time", () => {
+    template.hasResourceProperties("AWS::Scheduler::Schedule", {
+      ScheduleExpression: "rate(1 minute)",
+      State: "ENABLED",
+      Target: Match.objectLike({
+        Arn: { "Fn::GetAtt": [Match.stringLikeRegexp("^Tick"), "Arn"] },
+        Input: JSON.stringify({ scheduledAt: "<aws.scheduler.scheduled-time>" }),
+        RetryPolicy: { MaximumEventAgeInSeconds: 300, MaximumRetryAttempts: 3 },
+        DeadLetterConfig: { Arn: { "Fn::GetAtt": [Match.stringLikeRegexp("^TickDeadLetters"), "Arn"] } },
+      }),
+    });
+    template.hasResourceProperties("AWS::Lambda::Function", {
+      Handler: "index.handler",
+      ReservedConcurrentExecutions: 1,
+    });
+  });
+
+  it("grants each function only the table actions the service uses, on this table and its index", () => {
+    for (const role of ["ApiServiceRole", "TickServiceRole"]) {
+      const table = statementsOf(role).filter((s) => actionsOf([s]).some((a) => a.startsWith("dynamodb:")));
+      expect(table).toHaveLength(1);
+      expect(actionsOf(table)).toEqual([...TABLE_ACTIONS].sort());
+      expect(JSON.stringify(table[0]?.Resource)).toMatch(/State.*Arn.*\/index\/clusters/);
+      expect(actionsOf(statementsOf(role)).filter((a) => a.includes("*"))).toEqual([]);
+    }
+  });
+
+  it("lets only the tick put events, and only on the service's bus", () => {
+    expect(actionsOf(statementsOf("ApiServiceRole"))).not.toContain("events:PutEvents");
+    const [put] = statementsOf("TickServiceRole").filter((s) => actionsOf([s]).includes("events:PutEvents"));
+    expect(put?.Resource).toEqual({ "Fn::GetAtt": [expect.stringMatching(/^Decisions/), "Arn"] });
+    template.resourceCountIs("AWS::Events::EventBus", 1);
+  });
+
+  it("alarms on handler errors, dead letters and max-wait escapes", () => {
+    template.resourceCountIs("AWS::CloudWatch::Alarm", 4);
+    template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      MetricName: "Errors",
+      Namespace: "AWS/Lambda",
+    });
+    template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      MetricName: "ApproximateNumberOfMessagesVisible",
+    });
+    template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      MetricName: "FleetMaxWaitExpiredBrokerCount",
+      Namespace: "LeadershipPacer",
+      Dimensions: [{ Name: "service", Value: "leadership-pacer" }],
+    });
+  });
+});
+
+describe("cdk-nag AwsSolutions", () => {
+  it("finds nothing unacknowledged in the stack", () => {
+    const report = JSON.parse(readFileSync(join(outdir, "validation-report.json"), "utf8"));
+    expect(report.pluginReports).toEqual([]);
+  });
+
+  it("fails synthesis on a finding, so the check above can fail", () => {
+    expect(() => synthesize((stack) => new Queue(stack, "PlainQueue"))).toThrow(/AwsSolutions-SQS4/);
+  });
+});
