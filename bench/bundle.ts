@@ -12,7 +12,8 @@ import { BUNDLE, LAMBDA_HANDLERS } from "../infra/bundling.ts";
  */
 const IMPORT_ROUNDS = 7;
 const out = mkdtempSync(join(tmpdir(), "pacer-bundles-"));
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 
 const rows = [];
 for (const [name, file] of Object.entries(LAMBDA_HANDLERS)) {
@@ -34,13 +35,20 @@ for (const [name, file] of Object.entries(LAMBDA_HANDLERS)) {
     Number(
       execFileSync(
         process.execPath,
-        ["-e", `const t = performance.now(); import(${JSON.stringify(outfile)}).then(() => console.log(performance.now() - t))`],
+        [
+          "-e",
+          `const t = performance.now(); import(${JSON.stringify(outfile)}).then(() => console.log(performance.now() - t))`,
+        ],
         { cwd: out, encoding: "utf8" },
       ),
     ),
   );
   const bytes = statSync(outfile).size;
-  rows.push({ lambda: name, "minified KB": Math.round(bytes / 1024), "cold import ms (median)": Math.round(median(importMs)) });
+  rows.push({
+    lambda: name,
+    "minified KB": Math.round(bytes / 1024),
+    "cold import ms (median)": Math.round(median(importMs)),
+  });
 }
 console.table(rows);
 const api = rows.find((row) => row.lambda === "Api");

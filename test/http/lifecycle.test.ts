@@ -74,6 +74,35 @@ describe("the local server", () => {
   });
 });
 
+describe("the local tick", () => {
+  it("runs a ticking cluster on its stored snapshot on the PACER_TICK_SECONDS timer", async () => {
+    const server = await startLocalServer({
+      ...localOptions,
+      tickSeconds: 1,
+      dataDir: mkdtempSync(join(tmpdir(), "pacer-tick-")),
+    });
+    try {
+      await call(`${server.url}/v1/clusters/ticked/config`, {
+        method: "PUT",
+        body: { "pacer.tick.enabled": true },
+      });
+      await call(`${server.url}/v1/clusters/ticked/snapshot`, { method: "PUT", body: caughtUp });
+      let view = await call(`${server.url}/v1/clusters/ticked`);
+      for (let i = 0; i < 40 && view.json.lastTick?.outcome !== "ran"; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        view = await call(`${server.url}/v1/clusters/ticked`);
+      }
+      expect(view.json.lastTick).toMatchObject({ outcome: "ran" });
+      const decisions = await call(`${server.url}/v1/clusters/ticked/decisions`);
+      expect(decisions.json.decisions).toHaveLength(1);
+      expect(decisions.json.decisions[0].elections).toHaveLength(10);
+      expect(decisions.json.decisions[0].decisionId).toBe(view.json.lastTick.decisionId);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe("bearer-token auth", () => {
   let server: Awaited<ReturnType<typeof openServer>>;
   beforeAll(async () => {
