@@ -67,6 +67,17 @@ async function guarded<T>(operation: () => Promise<T>): Promise<T> {
   }
 }
 
+/** A conditional write: true when it was applied, false when its condition did not hold. */
+async function conditionally(write: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await guarded(write);
+    return true;
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) return false;
+    throw error;
+  }
+}
+
 function clusterOf(item: Record<string, AttributeValue>): ClusterRecord {
   return {
     clusterId: item[TABLE.clustersIndexSortKey]?.S ?? "",
@@ -105,33 +116,27 @@ export class DynamoStore implements PacerStore {
   }
 
   async saveRun(clusterId: string, expectedVersion: number, run: Parameters<PacerStore["saveRun"]>[2]) {
-    try {
-      await guarded(() =>
-        this.client.send(
-          new UpdateItemCommand({
-            TableName: this.tableName,
-            Key: clusterKey(clusterId),
-            UpdateExpression: `SET #state = :state, version = :next, lastDecision = :decision, ${IDENTITY}`,
-            ConditionExpression:
-              expectedVersion === 0
-                ? "attribute_not_exists(version) OR version = :expected"
-                : "version = :expected",
-            ExpressionAttributeNames: { "#state": "state" },
-            ExpressionAttributeValues: {
-              ":state": json(run.state),
-              ":decision": json(run.lastDecision),
-              ":next": n(expectedVersion + 1),
-              ":expected": n(expectedVersion),
-              ...identityValues(clusterId, run.nowMs),
-            },
-          }),
-        ),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    return conditionally(() =>
+      this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: clusterKey(clusterId),
+          UpdateExpression: `SET #state = :state, version = :next, lastDecision = :decision, ${IDENTITY}`,
+          ConditionExpression:
+            expectedVersion === 0
+              ? "attribute_not_exists(version) OR version = :expected"
+              : "version = :expected",
+          ExpressionAttributeNames: { "#state": "state" },
+          ExpressionAttributeValues: {
+            ":state": json(run.state),
+            ":decision": json(run.lastDecision),
+            ":next": n(expectedVersion + 1),
+            ":expected": n(expectedVersion),
+            ...identityValues(clusterId, run.nowMs),
+          },
+        }),
+      ),
+    );
   }
 
   async putConfig(clusterId: string, config: ConfigOverrides, nowMs: number) {
@@ -148,26 +153,20 @@ export class DynamoStore implements PacerStore {
   }
 
   async resetState(clusterId: string, nowMs: number) {
-    try {
-      await guarded(() =>
-        this.client.send(
-          new UpdateItemCommand({
-            TableName: this.tableName,
-            Key: clusterKey(clusterId),
-            // The version still goes up, so that a run that read the old state cannot save over the reset.
-            UpdateExpression:
-              "REMOVE #state SET version = if_not_exists(version, :zero) + :one, updatedAtMs = :now",
-            ConditionExpression: `attribute_exists(${TABLE.partitionKey})`,
-            ExpressionAttributeNames: { "#state": "state" },
-            ExpressionAttributeValues: { ":zero": n(0), ":one": n(1), ":now": n(nowMs) },
-          }),
-        ),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    return conditionally(() =>
+      this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: clusterKey(clusterId),
+          // The version still goes up, so that a run that read the old state cannot save over the reset.
+          UpdateExpression:
+            "REMOVE #state SET version = if_not_exists(version, :zero) + :one, updatedAtMs = :now",
+          ConditionExpression: `attribute_exists(${TABLE.partitionKey})`,
+          ExpressionAttributeNames: { "#state": "state" },
+          ExpressionAttributeValues: { ":zero": n(0), ":one": n(1), ":now": n(nowMs) },
+        }),
+      ),
+    );
   }
 
   listClusters(limit: number, cursor?: string) {
@@ -253,27 +252,23 @@ export class DynamoStore implements PacerStore {
     leaseMs: number,
   ) {
     const Key = idempotencyKey(clusterId, key);
-    try {
-      await guarded(() =>
-        this.client.send(
-          new PutItemCommand({
-            TableName: this.tableName,
-            Item: {
-              ...Key,
-              requestHash: s(requestHash),
-              leaseUntilMs: n(nowMs + leaseMs),
-              [TABLE.ttlAttribute]: n(Math.ceil((nowMs + leaseMs) / 1000)),
-            },
-            // Free when absent, expired, or a pending claim whose lease ran out.
-            ConditionExpression: `attribute_not_exists(${TABLE.partitionKey}) OR ${TABLE.ttlAttribute} <= :nowSeconds OR (attribute_not_exists(body) AND leaseUntilMs <= :now)`,
-            ExpressionAttributeValues: { ":now": n(nowMs), ":nowSeconds": n(Math.floor(nowMs / 1000)) },
-          }),
-        ),
-      );
-      return null;
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    }
+    const claimed = await conditionally(() =>
+      this.client.send(
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item: {
+            ...Key,
+            requestHash: s(requestHash),
+            leaseUntilMs: n(nowMs + leaseMs),
+            [TABLE.ttlAttribute]: n(Math.ceil((nowMs + leaseMs) / 1000)),
+          },
+          // Free when absent, expired, or a pending claim whose lease ran out.
+          ConditionExpression: `attribute_not_exists(${TABLE.partitionKey}) OR ${TABLE.ttlAttribute} <= :nowSeconds OR (attribute_not_exists(body) AND leaseUntilMs <= :now)`,
+          ExpressionAttributeValues: { ":now": n(nowMs), ":nowSeconds": n(Math.floor(nowMs / 1000)) },
+        }),
+      ),
+    );
+    if (claimed) return null;
     const { Item } = await guarded(() =>
       this.client.send(new GetItemCommand({ TableName: this.tableName, Key, ConsistentRead: true })),
     );
@@ -309,7 +304,7 @@ export class DynamoStore implements PacerStore {
   }
 
   async releaseIdempotency(clusterId: string, key: string) {
-    await guarded(() =>
+    await conditionally(() =>
       this.client.send(
         new DeleteItemCommand({
           TableName: this.tableName,
@@ -317,9 +312,7 @@ export class DynamoStore implements PacerStore {
           ConditionExpression: "attribute_not_exists(body)",
         }),
       ),
-    ).catch((error) => {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    });
+    );
   }
 
   getFleetConfig() {
@@ -373,7 +366,7 @@ export class DynamoStore implements PacerStore {
       }
     });
     const stored: SnapshotMeta = { ...meta, chunks, compressedBytes: gzipped.length };
-    await guarded(() =>
+    await conditionally(() =>
       this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
@@ -390,9 +383,7 @@ export class DynamoStore implements PacerStore {
           },
         }),
       ),
-    ).catch((error) => {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    });
+    );
     return stored;
   }
 
@@ -417,7 +408,7 @@ export class DynamoStore implements PacerStore {
   }
 
   async recordTick(clusterId: string, outcome: TickOutcome) {
-    await guarded(() =>
+    await conditionally(() =>
       this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
@@ -427,9 +418,7 @@ export class DynamoStore implements PacerStore {
           ExpressionAttributeValues: { ":tick": json(outcome) },
         }),
       ),
-    ).catch((error) => {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    });
+    );
   }
 
   async ping() {
