@@ -40,6 +40,8 @@ export function leadershipChart(simulations: Simulation[], durationMs: number, t
       x: { field: "minutes", ...timeAxis(durationMs) },
       y: { field: "leading", type: "quantitative", title: "partitions led" },
       color: { field: "series", type: "nominal", title: null, legend: { labelLimit: 320 } },
+      // Brokers paced alike draw the same line; dashes keep each one visible.
+      strokeDash: { field: "series", type: "nominal", title: null },
     },
   };
 }
@@ -56,7 +58,8 @@ export function electionsChart(simulations: Simulation[], durationMs: number, ti
     width: WIDTH,
     height: simulations.length > 1 ? 140 : 220,
     data: { values },
-    mark: { type: "bar", width: 3 },
+    // Thin bars: capped runs 15 s apart are 3 px apart at this width, and must not merge into a block.
+    mark: { type: "bar", width: 1.5 },
     encoding: {
       x: { field: "minutes", ...timeAxis(durationMs) },
       y: { field: "elections", type: "quantitative", title: "elections", stack: null },
@@ -123,10 +126,11 @@ export function gateChart(
           y: {
             field: "percent",
             type: "quantitative",
-            title: "% out of sync",
+            title: "% out of sync (square-root scale)",
             scale: { type: "sqrt", domain: [0, 100] },
           },
           color: { field: "series", type: "nominal", title: null, legend: { labelLimit: 320 } },
+          strokeDash: { field: "series", type: "nominal", title: null },
         },
       },
       {
