@@ -173,13 +173,11 @@ export class PacerStack extends Stack {
         forceDockerBundling: false,
         externalModules: [],
         format: OutputFormat.ESM,
-        target: "node20",
-        minify: true,
-        sourceMap: true,
-        mainFields: ["module", "main"],
-        // Some dependencies still call require(); an ESM bundle needs it defined.
-        banner:
-          "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+        target: BUNDLE.target,
+        minify: BUNDLE.minify,
+        sourceMap: BUNDLE.sourcemap,
+        mainFields: BUNDLE.mainFields,
+        banner: BUNDLE.banner,
       },
       ...options,
       environment: { ...options.environment, NODE_OPTIONS: "--enable-source-maps" },

@@ -41,7 +41,8 @@ export class ClusterModel {
     return [preferred, next(preferred), next(next(preferred))];
   }
 
-  preferredPartitionsOf(broker: number): number {
+  /** Preferred replicas are spread evenly: every broker is the preferred replica of as many partitions. */
+  get preferredPerBroker(): number {
     return this.partitionCount / this.brokerCount;
   }
 
@@ -77,7 +78,7 @@ export class ClusterModel {
     const brokers = Array.from({ length: this.brokerCount }, (_, k) => ({
       id: k + 1,
       fenced: this.isDown(k + 1, atMs),
-      preferredCount: this.preferredPartitionsOf(k + 1),
+      preferredCount: this.preferredPerBroker,
     }));
     const partitions: Snapshot["partitions"] = [];
     const perTopic = this.scenario.cluster.partitionsPerTopic;
@@ -125,7 +126,7 @@ export class ClusterModel {
     for (let i = 0; i < this.partitionCount; i++) times[i] = upAtMs + drawDelayMs(model, random);
     // Stuck stragglers: a fixed draw of the broker's preferred partitions never catches up.
     const preferred = Array.from(
-      { length: this.preferredPartitionsOf(broker) },
+      { length: this.preferredPerBroker },
       (_, k) => broker - 1 + k * this.brokerCount,
     );
     const stuck = Math.round(model.stuckShare * preferred.length) + model.stuckCount;

@@ -65,7 +65,7 @@ export function simulate(
         return {
           id,
           ...cluster.standingOf(id, atMs),
-          preferred: cluster.preferredPartitionsOf(id),
+          preferred: cluster.preferredPerBroker,
           gateTotal: row?.total ?? 0,
           elected: row?.elected ?? 0,
           gated: row?.gated ?? false,
