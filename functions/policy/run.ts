@@ -6,6 +6,7 @@ import { preferredReplicaOf } from "./eligibility.ts";
 import { type GateStep, isOverThreshold, stepGate } from "./gate.ts";
 import { roundRobin } from "./round-robin.ts";
 import {
+  BALANCED,
   type BrokerTally,
   dispositionCode,
   dispositionOf,
@@ -254,7 +255,7 @@ function answerOf(
 function explainPartitions(codes: Uint8Array, snapshot: Snapshot): PartitionDisposition[] {
   const rows: PartitionDisposition[] = [];
   codes.forEach((code, index) => {
-    if (code === 0) return;
+    if (code === BALANCED) return;
     const partition = snapshot.partitions[index] as Partition;
     rows.push({
       topic: partition.topic,

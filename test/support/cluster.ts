@@ -67,7 +67,6 @@ export function runSeries(
   });
 }
 
-export const electedTopics = (answer: RunAnswer) => answer.elections.map((e) => `${e.topic}-${e.partition}`);
 export const rowOf = (answer: RunAnswer, id: number) => answer.brokers.find((row) => row.id === id);
 
 /** The snapshot after a controller carried out the answer's elections. */
