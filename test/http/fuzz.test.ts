@@ -23,9 +23,9 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 /** Every place in a JSON value, as a list of keys from the root. */
 function placesOf(value: unknown, at: (string | number)[] = []): (string | number)[][] {
   const places = [at];
-  if (Array.isArray(value)) value.forEach((item, i) => places.push(...placesOf(item, [...at, i])));
-  else if (value !== null && typeof value === "object")
-    for (const [key, item] of Object.entries(value)) places.push(...placesOf(item, [...at, key]));
+  if (value === null || typeof value !== "object") return places;
+  for (const [key, item] of Object.entries(value))
+    places.push(...placesOf(item, [...at, Array.isArray(value) ? Number(key) : key]));
   return places;
 }
 
