@@ -92,8 +92,14 @@ export class PacerStack extends Stack {
       timeout: Duration.seconds(29),
       memorySize: 1024,
     });
+    const tickRate = props.tickRate ?? Duration.minutes(1);
     const tick = this.pacerFunction("Tick", LAMBDA_HANDLERS.Tick, {
-      environment: { ...environment, PACER_EVENT_BUS: bus.eventBusName },
+      environment: {
+        ...environment,
+        PACER_EVENT_BUS: bus.eventBusName,
+        // A tick follows ramps until 10 s before the next one is scheduled (and its timeout ends it).
+        PACER_TICK_FOLLOW_SECONDS: String(Math.max(0, tickRate.toSeconds() - 10)),
+      },
       timeout: Duration.minutes(5),
       memorySize: 1024,
       // One tick at a time: a slow tick is never overtaken by the next one.
@@ -119,7 +125,7 @@ export class PacerStack extends Stack {
     });
     new Schedule(this, "TickSchedule", {
       description: "Ticks leadership-pacer: paces every cluster whose ticking is on",
-      schedule: ScheduleExpression.rate(props.tickRate ?? Duration.minutes(1)),
+      schedule: ScheduleExpression.rate(tickRate),
       target: new LambdaInvoke(tick, {
         input: ScheduleTargetInput.fromObject({ scheduledAt: ContextAttribute.scheduledTime }),
         retryAttempts: 3,

@@ -71,7 +71,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   return {
     url: `http://${options.host}:${port}`,
     close: async () => {
-      ticker?.stop();
+      await ticker?.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       client.destroy();
       await embedded?.close();
@@ -93,10 +93,30 @@ const logPublisher: DecisionPublisher = {
   },
 };
 
-/** The same tick as on AWS, on a timer: each tick waits for the one before it. */
+/**
+ * The same tick as on AWS, on a timer: one every `tickSeconds`, each following clusters mid-ramp until
+ * a second before the next. Stopping wakes a tick that sleeps and waits for it to end.
+ */
 function startTicker(store: PacerStore, observer: RunObserver, tickSeconds: number) {
+  const tickMs = tickSeconds * 1000;
   let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
   let stopped = false;
+  const sleepers = new Set<() => void>();
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve, reject) => {
+      if (stopped) return reject(new Error("the server is stopping"));
+      const wake = () => {
+        sleepers.delete(wake);
+        clearTimeout(timeout);
+        reject(new Error("the server is stopping"));
+      };
+      const timeout = setTimeout(() => {
+        sleepers.delete(wake);
+        resolve();
+      }, ms);
+      sleepers.add(wake);
+    });
   const tick = async () => {
     const scheduledAtMs = Date.now();
     try {
@@ -104,21 +124,29 @@ function startTicker(store: PacerStore, observer: RunObserver, tickSeconds: numb
         store,
         clock: Date.now,
         scheduledAtMs,
+        untilMs: scheduledAtMs + tickMs - 1_000,
+        sleep,
         publisher: logPublisher,
         observer,
         decisionTtlMs: DECISION_TTL_MS,
         idempotencyTtlMs: IDEMPOTENCY_TTL_MS,
       });
     } catch (error) {
-      console.error(JSON.stringify({ message: "tick failed", error: (error as Error).message }));
+      if (!stopped)
+        console.error(JSON.stringify({ message: "tick failed", error: (error as Error).message }));
     }
-    if (!stopped) timer = setTimeout(tick, tickSeconds * 1000);
+    if (!stopped) timer = setTimeout(start, Math.max(0, scheduledAtMs + tickMs - Date.now()));
   };
-  timer = setTimeout(tick, tickSeconds * 1000);
+  const start = () => {
+    running = tick();
+  };
+  timer = setTimeout(start, tickMs);
   return {
-    stop: () => {
+    stop: async () => {
       stopped = true;
       clearTimeout(timer);
+      for (const wake of sleepers) wake();
+      await running;
     },
   };
 }

@@ -49,12 +49,14 @@ const brokenRequest = fc
     pick: fc.nat(),
     replacement: fc.option(fc.jsonValue({ maxDepth: 3 }) as fc.Arbitrary<Json>, { nil: undefined }),
     raw: fc.option(fc.string({ maxLength: 40 }), { freq: 8, nil: undefined }),
+    /** One request in ten goes unbroken, so that refusals are seen between accepted runs. */
+    intact: fc.nat({ max: 9 }).map((n) => n === 0),
   })
-  .map(({ target, pick, replacement, raw }) => {
+  .map(({ target, pick, replacement, raw, intact }) => {
     const { method, path, body } = VALID_BODIES[target] as (typeof VALID_BODIES)[string];
     const places = placesOf(body);
     const at = places[pick % places.length] as (string | number)[];
-    const text = raw ?? JSON.stringify(broken(body, at, replacement)) ?? "";
+    const text = intact ? JSON.stringify(body) : (raw ?? JSON.stringify(broken(body, at, replacement)) ?? "");
     return { method, path, text, label: `${method} ${path} ${at.join("/")}` };
   });
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TokenAuth } from "../../functions/api/auth.ts";
 import { startLocalServer } from "../../functions/handlers/local.ts";
 import { startEmbeddedStore } from "../../functions/store/embedded.ts";
-import { preferredPartitionsOf, snapshotOf, WAIT_FOR_SYNC } from "../support/cluster.ts";
+import { afterElections, preferredPartitionsOf, snapshotOf, WAIT_FOR_SYNC } from "../support/cluster.ts";
 import { call } from "../support/http.ts";
 import { openServer } from "../support/stores.ts";
 
@@ -97,6 +97,50 @@ describe("the local tick", () => {
       expect(decisions.json.decisions).toHaveLength(1);
       expect(decisions.json.decisions[0].elections).toHaveLength(10);
       expect(decisions.json.decisions[0].decisionId).toBe(view.json.lastTick.decisionId);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe("the local tick following a ramp", () => {
+  it("runs a capped cluster again within the tick once the agent stored the batch's result", async () => {
+    const server = await startLocalServer({
+      ...localOptions,
+      tickSeconds: 3,
+      dataDir: mkdtempSync(join(tmpdir(), "pacer-follow-")),
+    });
+    try {
+      const cluster = `${server.url}/v1/clusters/ramping`;
+      await call(`${cluster}/config`, {
+        method: "PUT",
+        body: {
+          "pacer.tick.enabled": true,
+          "leader.imbalance.election.max.per.run": 4,
+          "leader.imbalance.election.throttle.interval.ms": 1_000,
+        },
+      });
+      let current = caughtUp;
+      await call(`${cluster}/snapshot`, { method: "PUT", body: current });
+      // The agent: carry out each new batch and store the result, as fast as it can.
+      const seen = new Set<string>();
+      for (let i = 0; i < 120 && seen.size < 2; i++) {
+        const { json } = await call(`${cluster}/decisions`);
+        for (const decision of [...json.decisions].reverse()) {
+          if (seen.has(decision.decisionId)) continue;
+          seen.add(decision.decisionId);
+          current = afterElections(current, decision);
+          await call(`${cluster}/snapshot`, { method: "PUT", body: current });
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const { json } = await call(`${cluster}/decisions`);
+      const [second, first] = json.decisions;
+      expect(first.elections).toHaveLength(4);
+      expect(second.elections).toHaveLength(4);
+      // One throttle interval apart, not one tick (3 s) apart.
+      expect(second.evaluatedAtMs - first.evaluatedAtMs).toBeGreaterThanOrEqual(1_000);
+      expect(second.evaluatedAtMs - first.evaluatedAtMs).toBeLessThan(2_000);
     } finally {
       await server.close();
     }

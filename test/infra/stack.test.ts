@@ -88,6 +88,8 @@ describe("the stack", () => {
     template.hasResourceProperties("AWS::Lambda::Function", {
       Handler: "index.handler",
       ReservedConcurrentExecutions: 1,
+      // Follows ramps for 50 s of each minute, so that runs 15 s apart are not held to the minute.
+      Environment: { Variables: Match.objectLike({ PACER_TICK_FOLLOW_SECONDS: "50" }) },
     });
   });
 

@@ -5,7 +5,7 @@ import { snapshotIdOf } from "../../functions/api/tick.ts";
 import { createHttpHandler } from "../../functions/handlers/lambda-http.ts";
 import { createTickHandler } from "../../functions/handlers/lambda-tick.ts";
 import type { Snapshot } from "../../schemas/snapshot.ts";
-import { preferredPartitionsOf, snapshotOf, WAIT_FOR_SYNC } from "../support/cluster.ts";
+import { afterElections, preferredPartitionsOf, snapshotOf, WAIT_FOR_SYNC } from "../support/cluster.ts";
 import { type EventBridgeEndpoint, startEventBridgeEndpoint } from "../support/eventbridge.ts";
 import { openStore, type TestStore } from "../support/stores.ts";
 
@@ -79,6 +79,8 @@ beforeAll(async () => {
     DYNAMODB_ENDPOINT: backing.endpoint,
     PACER_EVENT_BUS: "leadership-pacer",
     EVENTBRIDGE_ENDPOINT: eventBridge.url,
+    // One pass per tick, except in the tests of follow-ups, which bring a clock that moves.
+    PACER_TICK_FOLLOW_SECONDS: "0",
   };
 });
 afterAll(async () => {
@@ -249,6 +251,108 @@ describe("the tick handler", () => {
     expect((await backing.store.getCluster("skip"))?.lastTick).toMatchObject({ outcome: "stale-snapshot" });
     await storeSnapshot("skip", behind, now + 10 * 60_000);
     expect(await tickAt(now + 10 * 60_000 + 1_000)).toMatchObject({ outcome: "ran" });
+  });
+
+  describe("following a ramp within one tick", () => {
+    const start = now + 86_400_000;
+    const RAMP = {
+      "pacer.tick.enabled": true,
+      "leader.imbalance.election.max.per.run": 3,
+      "leader.imbalance.election.throttle.interval.ms": 15_000,
+    };
+
+    /**
+     * A virtual clock, and an agent beside the cluster that has carried out each published batch and
+     * stored the resulting snapshot `agentDelayMs` after the run (never, when it is Infinity).
+     */
+    function agentAndClock(clusterId: string, first: Snapshot, agentDelayMs: number) {
+      let clockMs = start;
+      let current = first;
+      let carriedOut = 0;
+      const sleep = async (ms: number) => {
+        clockMs += ms;
+        const batches = eventBridge.entries
+          .map((entry) => JSON.parse(entry.Detail))
+          .filter((detail) => detail.clusterId === clusterId);
+        for (const batch of batches.slice(carriedOut)) {
+          const doneAtMs = batch.evaluatedAtMs + agentDelayMs;
+          if (doneAtMs > clockMs) break;
+          current = afterElections(current, batch);
+          await storeSnapshot(clusterId, current, doneAtMs);
+          carriedOut++;
+        }
+      };
+      return { clock: () => clockMs, sleep };
+    }
+    const following = () => ({ ...env, PACER_TICK_FOLLOW_SECONDS: "50" });
+
+    it("runs a capped cluster again at its throttle interval once the agent stored the result", async () => {
+      await backing.store.putConfig("ramp", RAMP, start);
+      await storeSnapshot("ramp", caughtUp, start - 1_000);
+      const { clock, sleep } = agentAndClock("ramp", caughtUp, 1_000);
+      const tick = createTickHandler(following(), clock, sleep);
+
+      const { result } = await captureStdout(() => tick({ scheduledAt: at(start) }));
+      const runs = result.clusters.filter((c) => c.clusterId === "ramp");
+      expect(runs.map((r) => [r.atMs - start, r.outcome, r.elections])).toEqual([
+        [0, "ran", 3],
+        [15_000, "ran", 3],
+        [30_000, "ran", 3],
+        [45_000, "ran", 1],
+      ]);
+      const stored = await backing.store.getCluster("ramp");
+      expect(stored?.version).toBe(4);
+      expect(stored?.lastDecision).toMatchObject({ electionCount: 1, moreWorkRemains: false });
+
+      // A retry of the same tick finds the ramp done and the next run 300 s away: nothing runs again.
+      const retry = await captureStdout(() => tick({ scheduledAt: at(start) }));
+      expect(retry.result.clusters.find((c) => c.clusterId === "ramp")).toMatchObject({ outcome: "not-due" });
+      expect((await backing.store.getCluster("ramp"))?.version).toBe(4);
+    });
+
+    it("waits for a slow agent's snapshot, looking again every 2 s, and runs it as soon as it is there", async () => {
+      await backing.store.putConfig("slow-agent", RAMP, start);
+      await storeSnapshot("slow-agent", caughtUp, start - 1_000);
+      const { clock, sleep } = agentAndClock("slow-agent", caughtUp, 20_000);
+      const tick = createTickHandler(following(), clock, sleep);
+
+      const { result } = await captureStdout(() => tick({ scheduledAt: at(start) }));
+      // Due 15 s after each run; the snapshot comes 20 s after it; it is seen at the next 2 s look.
+      expect(
+        result.clusters.filter((c) => c.clusterId === "slow-agent").map((r) => [r.atMs - start, r.elections]),
+      ).toEqual([
+        [0, 3],
+        [21_000, 3],
+        [42_000, 3],
+      ]);
+      expect((await backing.store.getCluster("slow-agent"))?.version).toBe(3);
+
+      // The next tick finds the ramp mid-way, the last batch not yet stored, and follows it on.
+      await sleep(start + 60_000 - clock());
+      const next = await captureStdout(() => tick({ scheduledAt: at(start + 60_000) }));
+      expect(
+        next.result.clusters
+          .filter((c) => c.clusterId === "slow-agent")
+          .map((r) => [r.atMs - start, r.outcome, r.elections]),
+      ).toEqual([
+        [60_000, "snapshot-unchanged", 0],
+        [62_000, "ran", 1],
+      ]);
+    });
+
+    it("never runs the same snapshot twice while it waits for the agent, and ends by its deadline", async () => {
+      await backing.store.putConfig("stalled", RAMP, start);
+      await storeSnapshot("stalled", caughtUp, start - 1_000);
+      const { clock, sleep } = agentAndClock("stalled", caughtUp, Number.POSITIVE_INFINITY);
+      const tick = createTickHandler(following(), clock, sleep);
+
+      const { result } = await captureStdout(() => tick({ scheduledAt: at(start) }));
+      expect(result.clusters.filter((c) => c.clusterId === "stalled")).toMatchObject([
+        { outcome: "ran", elections: 3 },
+      ]);
+      expect(clock() - start).toBeLessThanOrEqual(50_000 + 2_000);
+      expect((await backing.store.getCluster("stalled"))?.version).toBe(1);
+    });
   });
 
   it("never ticks a cluster with no snapshot", async () => {

@@ -70,7 +70,7 @@ export function runSeries(
 export const rowOf = (answer: RunAnswer, id: number) => answer.brokers.find((row) => row.id === id);
 
 /** The snapshot after a controller carried out the answer's elections. */
-export function afterElections(snapshot: Snapshot, answer: RunAnswer): Snapshot {
+export function afterElections(snapshot: Snapshot, answer: Pick<RunAnswer, "elections">): Snapshot {
   const elected = new Set(answer.elections.map((e) => `${e.topic}\u0000${e.partition}`));
   return {
     brokers: snapshot.brokers,
