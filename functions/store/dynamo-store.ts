@@ -26,6 +26,8 @@ import { TABLE } from "./table.ts";
 
 /** DynamoDB holds 400 KB per item: a stored body (gzip'd) goes in pieces of at most this. */
 export const MAX_STORED_BODY_BYTES = 350_000;
+/** BatchWriteItem takes at most this many items per call. */
+const BATCH_WRITE_LIMIT = 25;
 /** A snapshot may take this many items: 5.6 MB of gzip'd JSON, tens of MB of snapshot. */
 export const MAX_SNAPSHOT_CHUNKS = 16;
 const SNAPSHOT_CHUNK_TTL_MS = 86_400_000;
@@ -53,9 +55,6 @@ const json = (value: unknown): AttributeValue => ({ S: JSON.stringify(value) });
 const num = (item: Record<string, AttributeValue>, name: string) => Number(item[name]?.N ?? 0);
 const parsed = <T>(item: Record<string, AttributeValue>, name: string, fallback: T): T =>
   item[name]?.S === undefined ? fallback : (JSON.parse(item[name].S) as T);
-const zipped = (body: string): AttributeValue => ({ B: gzipSync(body) });
-const unzipped = (item: Record<string, AttributeValue>, name: string) =>
-  gunzipSync(item[name]?.B ?? new Uint8Array()).toString("utf8");
 
 /** Every failure other than a lost condition means the store is unavailable: the caller fails safe. */
 async function guarded<T>(operation: () => Promise<T>): Promise<T> {
@@ -192,6 +191,13 @@ export class DynamoStore implements PacerStore {
   }
 
   async putDecision(clusterId: string, decision: StoredDecision, expiresAtMs: number) {
+    const expiresAt = n(Math.ceil(expiresAtMs / 1000));
+    const body = await this.putBody(
+      clusterId,
+      `pieces#decision#${decision.decisionId}#`,
+      decision.body,
+      expiresAt,
+    );
     await guarded(() =>
       this.client.send(
         new PutItemCommand({
@@ -201,8 +207,8 @@ export class DynamoStore implements PacerStore {
             [TABLE.sortKey]: s(`decision#${decision.decisionId}`),
             decisionId: s(decision.decisionId),
             evaluatedAtMs: n(decision.evaluatedAtMs),
-            body: zipped(decision.body),
-            [TABLE.ttlAttribute]: n(Math.ceil(expiresAtMs / 1000)),
+            ...body,
+            [TABLE.ttlAttribute]: expiresAt,
           },
         }),
       ),
@@ -232,10 +238,11 @@ export class DynamoStore implements PacerStore {
           }),
         );
         for (const item of result.Items ?? []) {
+          const decisionId = item.decisionId?.S ?? "";
           decisions.push({
-            decisionId: item.decisionId?.S ?? "",
+            decisionId,
             evaluatedAtMs: num(item, "evaluatedAtMs"),
-            body: unzipped(item, "body"),
+            body: await this.readBody(clusterId, `pieces#decision#${decisionId}#`, item),
           });
         }
         start = result.LastEvaluatedKey;
@@ -262,8 +269,8 @@ export class DynamoStore implements PacerStore {
             leaseUntilMs: n(nowMs + leaseMs),
             [TABLE.ttlAttribute]: n(Math.ceil((nowMs + leaseMs) / 1000)),
           },
-          // Free when absent, expired, or a pending claim whose lease ran out.
-          ConditionExpression: `attribute_not_exists(${TABLE.partitionKey}) OR ${TABLE.ttlAttribute} <= :nowSeconds OR (attribute_not_exists(body) AND leaseUntilMs <= :now)`,
+          // Free when absent, expired, or a pending claim (no answer yet) whose lease ran out.
+          ConditionExpression: `attribute_not_exists(${TABLE.partitionKey}) OR ${TABLE.ttlAttribute} <= :nowSeconds OR (attribute_not_exists(decisionId) AND leaseUntilMs <= :now)`,
           ExpressionAttributeValues: { ":now": n(nowMs), ":nowSeconds": n(Math.floor(nowMs / 1000)) },
         }),
       ),
@@ -273,19 +280,23 @@ export class DynamoStore implements PacerStore {
       this.client.send(new GetItemCommand({ TableName: this.tableName, Key, ConsistentRead: true })),
     );
     if (!Item) return { done: false as const, requestHash };
-    if (!Item.body) return { done: false as const, requestHash: Item.requestHash?.S ?? "" };
+    const decisionId = Item.decisionId?.S;
+    if (decisionId === undefined) return { done: false as const, requestHash: Item.requestHash?.S ?? "" };
     return {
       done: true as const,
       record: {
         requestHash: Item.requestHash?.S ?? "",
-        decisionId: Item.decisionId?.S ?? "",
+        decisionId,
         status: num(Item, "status"),
-        body: unzipped(Item, "body"),
+        body: await this.readBody(clusterId, `pieces#answer#${decisionId}#`, Item),
       },
     };
   }
 
+  /** The answer, kept; its `decisionId` marks the claim done. */
   async completeIdempotency(clusterId: string, key: string, record: IdempotencyRecord, expiresAtMs: number) {
+    const expiresAt = n(Math.ceil(expiresAtMs / 1000));
+    const body = await this.putBody(clusterId, `pieces#answer#${record.decisionId}#`, record.body, expiresAt);
     await guarded(() =>
       this.client.send(
         new PutItemCommand({
@@ -295,8 +306,8 @@ export class DynamoStore implements PacerStore {
             requestHash: s(record.requestHash),
             decisionId: s(record.decisionId),
             status: n(record.status),
-            body: zipped(record.body),
-            [TABLE.ttlAttribute]: n(Math.ceil(expiresAtMs / 1000)),
+            ...body,
+            [TABLE.ttlAttribute]: expiresAt,
           },
         }),
       ),
@@ -309,7 +320,7 @@ export class DynamoStore implements PacerStore {
         new DeleteItemCommand({
           TableName: this.tableName,
           Key: idempotencyKey(clusterId, key),
-          ConditionExpression: "attribute_not_exists(body)",
+          ConditionExpression: "attribute_not_exists(decisionId)",
         }),
       ),
     );
@@ -340,31 +351,12 @@ export class DynamoStore implements PacerStore {
     gzipped: Buffer,
     meta: Omit<SnapshotMeta, "chunks" | "compressedBytes">,
   ) {
-    const chunks = Math.max(1, Math.ceil(gzipped.length / MAX_STORED_BODY_BYTES));
-    if (chunks > MAX_SNAPSHOT_CHUNKS) throw new SnapshotTooLargeError(gzipped.length);
+    if (gzipped.length > MAX_SNAPSHOT_CHUNKS * MAX_STORED_BODY_BYTES)
+      throw new SnapshotTooLargeError(gzipped.length);
     // The chunks go first, under a new id; only then does the cluster point at them, so that a reader
     // never sees half of a snapshot. Older chunks expire by themselves.
     const expiresAt = n(Math.ceil((meta.receivedAtMs + SNAPSHOT_CHUNK_TTL_MS) / 1000));
-    const requests = Array.from({ length: chunks }, (_, k) => ({
-      PutRequest: {
-        Item: {
-          [TABLE.partitionKey]: s(`cluster#${clusterId}`),
-          [TABLE.sortKey]: s(`snapshot#${meta.snapshotId}#${String(k).padStart(3, "0")}`),
-          body: { B: gzipped.subarray(k * MAX_STORED_BODY_BYTES, (k + 1) * MAX_STORED_BODY_BYTES) },
-          [TABLE.ttlAttribute]: expiresAt,
-        },
-      },
-    }));
-    await guarded(async () => {
-      let pending: typeof requests = requests;
-      for (let attempt = 0; pending.length > 0; attempt++) {
-        if (attempt === 5) throw new Error("BatchWriteItem left snapshot chunks unprocessed");
-        const { UnprocessedItems } = await this.client.send(
-          new BatchWriteItemCommand({ RequestItems: { [this.tableName]: pending } }),
-        );
-        pending = (UnprocessedItems?.[this.tableName] ?? []) as typeof requests;
-      }
-    });
+    const chunks = await this.writePieces(clusterId, `snapshot#${meta.snapshotId}#`, gzipped, expiresAt);
     const stored: SnapshotMeta = { ...meta, chunks, compressedBytes: gzipped.length };
     await conditionally(() =>
       this.client.send(
@@ -387,24 +379,9 @@ export class DynamoStore implements PacerStore {
     return stored;
   }
 
-  getSnapshot(clusterId: string, meta: SnapshotMeta) {
-    return guarded(async () => {
-      const { Items } = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: `${TABLE.partitionKey} = :pk AND begins_with(${TABLE.sortKey}, :prefix)`,
-          ExpressionAttributeValues: {
-            ":pk": s(`cluster#${clusterId}`),
-            ":prefix": s(`snapshot#${meta.snapshotId}#`),
-          },
-          ConsistentRead: true,
-        }),
-      );
-      if (!Items || Items.length !== meta.chunks) return null;
-      return gunzipSync(Buffer.concat(Items.map((item) => item.body?.B ?? new Uint8Array()))).toString(
-        "utf8",
-      );
-    });
+  async getSnapshot(clusterId: string, meta: SnapshotMeta) {
+    const gzipped = await this.readPieces(clusterId, `snapshot#${meta.snapshotId}#`, meta.chunks);
+    return gzipped && gunzipSync(gzipped).toString("utf8");
   }
 
   async recordTick(clusterId: string, outcome: TickOutcome) {
@@ -423,5 +400,77 @@ export class DynamoStore implements PacerStore {
 
   async ping() {
     await guarded(() => this.client.send(new DescribeTableCommand({ TableName: this.tableName })));
+  }
+
+  /**
+   * A body, gzip'd, for its head item: inline when it fits in one item, else written first as pieces
+   * under `prefix` and only counted by the head, so that a reader never sees half of it.
+   */
+  private async putBody(
+    clusterId: string,
+    prefix: string,
+    body: string,
+    expiresAt: AttributeValue,
+  ): Promise<Record<string, AttributeValue>> {
+    const gzipped = gzipSync(body);
+    if (gzipped.length <= MAX_STORED_BODY_BYTES) return { body: { B: gzipped } };
+    return { pieces: n(await this.writePieces(clusterId, prefix, gzipped, expiresAt)) };
+  }
+
+  private async readBody(clusterId: string, prefix: string, head: Record<string, AttributeValue>) {
+    const gzipped = head.body?.B ?? (await this.readPieces(clusterId, prefix, num(head, "pieces")));
+    if (!gzipped) throw new StoreUnavailableError(new Error(`the pieces under ${prefix} are missing`));
+    return gunzipSync(gzipped).toString("utf8");
+  }
+
+  /** `bytes` in items of at most MAX_STORED_BODY_BYTES under `prefix` + 000, 001, …; returns how many. */
+  private async writePieces(clusterId: string, prefix: string, bytes: Buffer, expiresAt: AttributeValue) {
+    const count = Math.max(1, Math.ceil(bytes.length / MAX_STORED_BODY_BYTES));
+    const requests = Array.from({ length: count }, (_, k) => ({
+      PutRequest: {
+        Item: {
+          [TABLE.partitionKey]: s(`cluster#${clusterId}`),
+          [TABLE.sortKey]: s(`${prefix}${String(k).padStart(3, "0")}`),
+          body: { B: bytes.subarray(k * MAX_STORED_BODY_BYTES, (k + 1) * MAX_STORED_BODY_BYTES) },
+          [TABLE.ttlAttribute]: expiresAt,
+        },
+      },
+    }));
+    await guarded(async () => {
+      for (let from = 0; from < requests.length; from += BATCH_WRITE_LIMIT) {
+        let pending = requests.slice(from, from + BATCH_WRITE_LIMIT);
+        for (let attempt = 0; pending.length > 0; attempt++) {
+          if (attempt === 5) throw new Error(`BatchWriteItem left pieces under ${prefix} unprocessed`);
+          const { UnprocessedItems } = await this.client.send(
+            new BatchWriteItemCommand({ RequestItems: { [this.tableName]: pending } }),
+          );
+          pending = (UnprocessedItems?.[this.tableName] ?? []) as typeof pending;
+        }
+      }
+    });
+    return count;
+  }
+
+  /** The pieces under `prefix` joined, or null when not all `count` are there (expired). */
+  private readPieces(clusterId: string, prefix: string, count: number): Promise<Buffer | null> {
+    return guarded(async () => {
+      const pieces: Uint8Array[] = [];
+      let start: Record<string, AttributeValue> | undefined;
+      do {
+        // A query answers at most 1 MB: large bodies take several pages.
+        const page = await this.client.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            KeyConditionExpression: `${TABLE.partitionKey} = :pk AND begins_with(${TABLE.sortKey}, :prefix)`,
+            ExpressionAttributeValues: { ":pk": s(`cluster#${clusterId}`), ":prefix": s(prefix) },
+            ConsistentRead: true,
+            ExclusiveStartKey: start,
+          }),
+        );
+        for (const item of page.Items ?? []) pieces.push(item.body?.B ?? new Uint8Array());
+        start = page.LastEvaluatedKey;
+      } while (start);
+      return pieces.length === count ? Buffer.concat(pieces) : null;
+    });
   }
 }

@@ -7,6 +7,9 @@ import type { CreateTableCommandInput } from "@aws-sdk/client-dynamodb";
  *   pk = cluster#<id>  sk = cluster               state, version, config, last decision (one item per cluster)
  *   pk = cluster#<id>  sk = decision#<decisionId> a decision, gzip'd, expiring at `expiresAt`
  *   pk = cluster#<id>  sk = idempotency#<key>     the first answer to an Idempotency-Key, expiring
+ *   pk = cluster#<id>  sk = snapshot#<id>#<n>     the stored snapshot, gzip'd, in pieces of 350 KB
+ *   pk = cluster#<id>  sk = pieces#decision#<id>#<n>, pieces#answer#<id>#<n>
+ *                                                 a decision or an answer too large for its own item
  *   pk = fleet         sk = config                fleet-wide configuration defaults
  *
  * The `clusters` index holds only cluster items (only they carry `kind`), so that the fleet listing

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DecisionSummary } from "../../functions/store/store.ts";
 import { INITIAL_STATE } from "../../schemas/state.ts";
@@ -101,6 +102,23 @@ describe.each(STORE_KINDS)("the DynamoDB store on %s", (kind) => {
     expect(await ids({ limit: 10 })).toEqual(["004", "003", "001"]);
     expect(await ids({ limit: 2 })).toEqual(["004", "003"]);
     expect(await ids({ limit: 10, after: "001" })).toEqual(["004", "003"]);
+  });
+
+  it("keeps a decision and an idempotent answer larger than one item, in pieces, whole", async () => {
+    // Random text barely compresses: about 1.6 MB gzip'd, five items, more than one 1 MB query page.
+    const large = JSON.stringify({ explained: randomBytes(1_500_000).toString("hex") });
+    const nowMs = Date.now();
+    await t.store.putDecision("big", { decisionId: "009", evaluatedAtMs: 9, body: large }, nowMs + 60_000);
+    const [decision] = await t.store.listDecisions("big", { limit: 1, nowMs });
+    expect(decision?.body).toBe(large);
+
+    expect(await t.store.claimIdempotency("big", "k", "h", 1_000, 30_000)).toBeNull();
+    const record = { requestHash: "h", decisionId: "009", status: 200, body: large };
+    await t.store.completeIdempotency("big", "k", record, 90_000_000);
+    expect(await t.store.claimIdempotency("big", "k", "h", 2_000, 30_000)).toEqual({ done: true, record });
+    // A completed record, in pieces or not, is never released.
+    await t.store.releaseIdempotency("big", "k");
+    expect(await t.store.claimIdempotency("big", "k", "h", 3_000, 30_000)).toEqual({ done: true, record });
   });
 
   it("pages through the fleet, one row per cluster", async () => {
