@@ -4,7 +4,7 @@ import { problem } from "../../schemas/problems.ts";
 import type { ValidEvaluateRequest } from "../../schemas/request.ts";
 import { INITIAL_STATE } from "../../schemas/state.ts";
 import { evaluateRequest } from "../policy/request.ts";
-import type { DecisionSummary, PacerStore } from "../store/store.ts";
+import type { DecisionSummary, IdempotencyClaim, IdempotencyRecord, PacerStore } from "../store/store.ts";
 
 /** A managed run: load the cluster's state, run the pure core, save under optimistic concurrency. */
 
@@ -78,60 +78,139 @@ export async function managedRun(
   options: ManagedRunOptions,
 ): Promise<ManagedResponse> {
   const key = options.dryRun ? undefined : options.idempotencyKey;
+  if (key === undefined) return runUntilSaved(store, clusterId, request, options);
+
   const requestHash = createHash("sha256")
     .update(requestBytes)
     .update(options.explain ? "explain" : "")
     .digest("hex");
-  if (key !== undefined) {
-    const holder = await store.claimIdempotency(
-      clusterId,
-      key,
-      requestHash,
-      options.clock(),
-      IDEMPOTENCY_LEASE_MS,
-    );
-    if (holder !== null) {
-      const heldHash = holder.done ? holder.record.requestHash : holder.requestHash;
-      if (heldHash !== requestHash) {
-        const reused = problem(
-          "idempotency-key-reused",
-          `Idempotency-Key "${key}" was first used with another request`,
-        );
-        return { status: 422, body: JSON.stringify(reused), replayed: false };
-      }
-      if (holder.done) return { status: holder.record.status, body: holder.record.body, replayed: true };
-      const running = problem(
-        "conflict",
-        `A request with Idempotency-Key "${key}" is still running; retry shortly`,
-      );
-      return { status: 409, body: JSON.stringify(running), replayed: false };
-    }
+  const holder = await store.claimIdempotency(
+    clusterId,
+    key,
+    requestHash,
+    options.clock(),
+    IDEMPOTENCY_LEASE_MS,
+  );
+  if (holder !== null) {
+    const settled = await settleHeldKey(store, clusterId, key, requestHash, holder, options);
+    if (settled !== null) return settled;
   }
 
+  let stagedDecisionId: string | undefined;
   try {
-    const response = await runUntilSaved(store, clusterId, request, options);
-    if (key !== undefined && response.answer) {
-      await store.completeIdempotency(
-        clusterId,
-        key,
-        { requestHash, decisionId: response.answer.decisionId, status: response.status, body: response.body },
-        options.clock() + options.idempotencyTtlMs,
-      );
-    } else if (key !== undefined) {
-      await store.releaseIdempotency(clusterId, key);
-    }
+    const response = await runUntilSaved(store, clusterId, request, {
+      ...options,
+      // Staged before the save, so that a retry after a crash between the two can tell.
+      stage: async (answer, body) => {
+        const record = { requestHash, decisionId: answer.decisionId, status: 200, body };
+        const expiresAtMs = options.clock() + options.idempotencyTtlMs;
+        const ownClaim = await store.stageIdempotency(clusterId, key, record, lease(options), expiresAtMs);
+        if (ownClaim) stagedDecisionId = answer.decisionId;
+        return ownClaim;
+      },
+    });
+    if (response.answer) await store.commitIdempotency(clusterId, key, response.answer.decisionId);
+    else await store.releaseIdempotency(clusterId, key, stagedDecisionId);
     return response;
   } catch (error) {
-    if (key !== undefined) await store.releaseIdempotency(clusterId, key).catch(() => undefined);
+    // Whether a staged answer's run was saved is unknown here: it stays, and its lease decides.
+    if (stagedDecisionId === undefined) await store.releaseIdempotency(clusterId, key).catch(() => undefined);
     throw error;
   }
+}
+
+const lease = (options: ManagedRunOptions) => ({ nowMs: options.clock(), leaseMs: IDEMPOTENCY_LEASE_MS });
+
+/**
+ * Another request holds the key: its answer (a replay), 422 for another body, 409 while it runs. A
+ * holder that died with its answer staged is settled: replayed if its run was saved, else the key is
+ * taken over and null says to run.
+ */
+async function settleHeldKey(
+  store: PacerStore,
+  clusterId: string,
+  key: string,
+  requestHash: string,
+  holder: IdempotencyClaim,
+  options: ManagedRunOptions,
+): Promise<ManagedResponse | null> {
+  const heldHash = holder.done ? holder.record.requestHash : holder.requestHash;
+  if (heldHash !== requestHash) {
+    const reused = problem(
+      "idempotency-key-reused",
+      `Idempotency-Key "${key}" was first used with another request`,
+    );
+    return { status: 422, body: JSON.stringify(reused), replayed: false };
+  }
+  if (holder.done) return replay(holder.record);
+  const { staged } = holder;
+  if (staged === null || holder.leaseUntilMs > options.clock()) return stillRunning(key);
+  if (await wasSaved(store, clusterId, staged.decisionId)) {
+    await finishSaved(store, clusterId, key, staged, options);
+    return replay(staged);
+  }
+  const tookOver = await store.takeOverIdempotency(
+    clusterId,
+    key,
+    staged.decisionId,
+    requestHash,
+    lease(options),
+  );
+  return tookOver ? null : stillRunning(key);
+}
+
+const replay = (record: IdempotencyRecord): ManagedResponse => ({
+  status: record.status,
+  body: record.body,
+  replayed: true,
+});
+
+function stillRunning(key: string): ManagedResponse {
+  const running = problem(
+    "conflict",
+    `A request with Idempotency-Key "${key}" is still running; retry shortly`,
+  );
+  return { status: 409, body: JSON.stringify(running), replayed: false };
+}
+
+/** A run is saved when it is the cluster's last, or, if others followed, when its decision was stored. */
+async function wasSaved(store: PacerStore, clusterId: string, decisionId: string): Promise<boolean> {
+  const cluster = await store.getCluster(clusterId);
+  if (cluster?.lastDecision?.decisionId === decisionId) return true;
+  return store.hasDecision(clusterId, decisionId);
+}
+
+/** Does what the holder that died after saving did not: store the decision, commit the answer. */
+async function finishSaved(
+  store: PacerStore,
+  clusterId: string,
+  key: string,
+  staged: IdempotencyRecord,
+  options: ManagedRunOptions,
+) {
+  const { partitions: _explained, ...decision } = JSON.parse(staged.body) as ManagedAnswer;
+  await store.putDecision(
+    clusterId,
+    {
+      decisionId: decision.decisionId,
+      evaluatedAtMs: decision.evaluatedAtMs,
+      body: JSON.stringify(decision),
+    },
+    decision.evaluatedAtMs + options.decisionTtlMs,
+  );
+  await store.commitIdempotency(clusterId, key, staged.decisionId);
+}
+
+interface RunOptions extends ManagedRunOptions {
+  /** Called with each attempt's answer before it is saved; false stops the run (the key was lost). */
+  stage?: (answer: ManagedAnswer, body: string) => Promise<boolean>;
 }
 
 async function runUntilSaved(
   store: PacerStore,
   clusterId: string,
   request: ValidEvaluateRequest,
-  options: ManagedRunOptions,
+  options: RunOptions,
 ): Promise<ManagedResponse> {
   const sleep = options.sleep ?? ((ms: number) => new Promise((resolve) => setTimeout(resolve, ms)));
   const maxAttempts = options.maxAttempts ?? 8;
@@ -151,14 +230,6 @@ async function runUntilSaved(
     const decisionId = newDecisionId(nowMs);
     // A deferred run changes nothing, and a dry run saves nothing: both report the stored version.
     const saves = answer.deferred === null && !options.dryRun;
-    if (saves) {
-      const lastDecision = summaryOf(answer, decisionId, nowMs, options.snapshotId);
-      const saved = await store.saveRun(clusterId, version, { state: answer.state, lastDecision, nowMs });
-      if (!saved) {
-        await sleep(jittered(attempt));
-        continue;
-      }
-    }
     const managed: ManagedAnswer = {
       ...answer,
       decisionId,
@@ -166,7 +237,17 @@ async function runUntilSaved(
       stateVersion: saves ? version + 1 : version,
     };
     const body = JSON.stringify(managed);
+    if (options.stage && !(await options.stage(managed, body))) {
+      const detail = "A retry with the same Idempotency-Key took over this request's claim";
+      return { status: 409, body: JSON.stringify(problem("conflict", detail)), replayed: false };
+    }
     if (saves) {
+      const lastDecision = summaryOf(answer, decisionId, nowMs, options.snapshotId);
+      const saved = await store.saveRun(clusterId, version, { state: answer.state, lastDecision, nowMs });
+      if (!saved) {
+        await sleep(jittered(attempt));
+        continue;
+      }
       const { partitions: _explained, ...decision } = managed;
       await store.putDecision(
         clusterId,

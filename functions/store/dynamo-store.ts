@@ -14,6 +14,7 @@ import {
 import type { ConfigOverrides } from "../../schemas/config.ts";
 import type {
   ClusterRecord,
+  IdempotencyClaim,
   IdempotencyRecord,
   PacerStore,
   Page,
@@ -257,7 +258,7 @@ export class DynamoStore implements PacerStore {
     requestHash: string,
     nowMs: number,
     leaseMs: number,
-  ) {
+  ): Promise<IdempotencyClaim | null> {
     const Key = idempotencyKey(clusterId, key);
     const claimed = await conditionally(() =>
       this.client.send(
@@ -269,7 +270,7 @@ export class DynamoStore implements PacerStore {
             leaseUntilMs: n(nowMs + leaseMs),
             [TABLE.ttlAttribute]: n(Math.ceil((nowMs + leaseMs) / 1000)),
           },
-          // Free when absent, expired, or a pending claim (no answer yet) whose lease ran out.
+          // Free when absent, expired, or a claim with no answer staged whose lease ran out.
           ConditionExpression: `attribute_not_exists(${TABLE.partitionKey}) OR ${TABLE.ttlAttribute} <= :nowSeconds OR (attribute_not_exists(decisionId) AND leaseUntilMs <= :now)`,
           ExpressionAttributeValues: { ":now": n(nowMs), ":nowSeconds": n(Math.floor(nowMs / 1000)) },
         }),
@@ -279,51 +280,128 @@ export class DynamoStore implements PacerStore {
     const { Item } = await guarded(() =>
       this.client.send(new GetItemCommand({ TableName: this.tableName, Key, ConsistentRead: true })),
     );
-    if (!Item) return { done: false as const, requestHash };
+    if (!Item) return { done: false, requestHash, leaseUntilMs: nowMs + leaseMs, staged: null };
     const decisionId = Item.decisionId?.S;
-    if (decisionId === undefined) return { done: false as const, requestHash: Item.requestHash?.S ?? "" };
+    const record: IdempotencyRecord | null =
+      decisionId === undefined
+        ? null
+        : {
+            requestHash: Item.requestHash?.S ?? "",
+            decisionId,
+            status: num(Item, "status"),
+            body: await this.readBody(clusterId, `pieces#answer#${decisionId}#`, Item),
+          };
+    if (record && Item.done?.BOOL) return { done: true, record };
     return {
-      done: true as const,
-      record: {
-        requestHash: Item.requestHash?.S ?? "",
-        decisionId,
-        status: num(Item, "status"),
-        body: await this.readBody(clusterId, `pieces#answer#${decisionId}#`, Item),
-      },
+      done: false,
+      requestHash: Item.requestHash?.S ?? "",
+      leaseUntilMs: num(Item, "leaseUntilMs"),
+      staged: record,
     };
   }
 
-  /** The answer, kept; its `decisionId` marks the claim done. */
-  async completeIdempotency(clusterId: string, key: string, record: IdempotencyRecord, expiresAtMs: number) {
+  async stageIdempotency(
+    clusterId: string,
+    key: string,
+    record: IdempotencyRecord,
+    lease: { nowMs: number; leaseMs: number },
+    expiresAtMs: number,
+  ) {
     const expiresAt = n(Math.ceil(expiresAtMs / 1000));
     const body = await this.putBody(clusterId, `pieces#answer#${record.decisionId}#`, record.body, expiresAt);
-    await guarded(() =>
+    return conditionally(() =>
       this.client.send(
         new PutItemCommand({
           TableName: this.tableName,
           Item: {
             ...idempotencyKey(clusterId, key),
             requestHash: s(record.requestHash),
+            leaseUntilMs: n(lease.nowMs + lease.leaseMs),
             decisionId: s(record.decisionId),
             status: n(record.status),
             ...body,
             [TABLE.ttlAttribute]: expiresAt,
           },
+          // Still this request's claim: nobody took it over meanwhile.
+          ConditionExpression: "requestHash = :hash AND attribute_not_exists(done)",
+          ExpressionAttributeValues: { ":hash": s(record.requestHash) },
         }),
       ),
     );
   }
 
-  async releaseIdempotency(clusterId: string, key: string) {
+  async commitIdempotency(clusterId: string, key: string, decisionId: string) {
+    await conditionally(() =>
+      this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: idempotencyKey(clusterId, key),
+          UpdateExpression: "SET done = :true",
+          ConditionExpression: "decisionId = :decision",
+          ExpressionAttributeValues: { ":true": { BOOL: true }, ":decision": s(decisionId) },
+        }),
+      ),
+    );
+  }
+
+  takeOverIdempotency(
+    clusterId: string,
+    key: string,
+    unsavedDecisionId: string,
+    requestHash: string,
+    lease: { nowMs: number; leaseMs: number },
+  ) {
+    return conditionally(() =>
+      this.client.send(
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item: {
+            ...idempotencyKey(clusterId, key),
+            requestHash: s(requestHash),
+            leaseUntilMs: n(lease.nowMs + lease.leaseMs),
+            [TABLE.ttlAttribute]: n(Math.ceil((lease.nowMs + lease.leaseMs) / 1000)),
+          },
+          ConditionExpression:
+            "decisionId = :decision AND attribute_not_exists(done) AND leaseUntilMs <= :now",
+          ExpressionAttributeValues: { ":decision": s(unsavedDecisionId), ":now": n(lease.nowMs) },
+        }),
+      ),
+    );
+  }
+
+  async releaseIdempotency(clusterId: string, key: string, unsavedDecisionId?: string) {
     await conditionally(() =>
       this.client.send(
         new DeleteItemCommand({
           TableName: this.tableName,
           Key: idempotencyKey(clusterId, key),
-          ConditionExpression: "attribute_not_exists(decisionId)",
+          ...(unsavedDecisionId === undefined
+            ? { ConditionExpression: "attribute_not_exists(decisionId)" }
+            : {
+                ConditionExpression:
+                  "attribute_not_exists(decisionId) OR (decisionId = :decision AND attribute_not_exists(done))",
+                ExpressionAttributeValues: { ":decision": s(unsavedDecisionId) },
+              }),
         }),
       ),
     );
+  }
+
+  hasDecision(clusterId: string, decisionId: string) {
+    return guarded(async () => {
+      const { Item } = await this.client.send(
+        new GetItemCommand({
+          TableName: this.tableName,
+          Key: {
+            [TABLE.partitionKey]: s(`cluster#${clusterId}`),
+            [TABLE.sortKey]: s(`decision#${decisionId}`),
+          },
+          ProjectionExpression: "decisionId",
+          ConsistentRead: true,
+        }),
+      );
+      return Item !== undefined;
+    });
   }
 
   getFleetConfig() {

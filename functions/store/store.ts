@@ -70,10 +70,13 @@ export interface IdempotencyRecord {
   body: string;
 }
 
-/** What holds a key: a finished answer, or a run still in progress. */
+/**
+ * What holds a key: a finished answer, or a run in progress. A run stages its answer before it saves,
+ * so that when its holder dies (the lease runs out) a retry can tell whether that answer was saved.
+ */
 export type IdempotencyClaim =
   | { done: true; record: IdempotencyRecord }
-  | { done: false; requestHash: string };
+  | { done: false; requestHash: string; leaseUntilMs: number; staged: IdempotencyRecord | null };
 
 export interface Page<T> {
   items: T[];
@@ -104,7 +107,8 @@ export interface PacerStore {
 
   /**
    * Claims an Idempotency-Key before the run, so that two requests with one key never both run. A claim
-   * whose holder died lapses after `leaseMs`. Returns null when claimed, else what holds the key.
+   * whose holder died before staging an answer lapses after `leaseMs`. Returns null when claimed, else
+   * what holds the key.
    */
   claimIdempotency(
     clusterId: string,
@@ -113,15 +117,28 @@ export interface PacerStore {
     nowMs: number,
     leaseMs: number,
   ): Promise<IdempotencyClaim | null>;
-  /** Records the first answer under a claimed key. */
-  completeIdempotency(
+  /** Stages a run's answer under its claim, before the run is saved; false if the claim was lost. */
+  stageIdempotency(
     clusterId: string,
     key: string,
     record: IdempotencyRecord,
+    lease: { nowMs: number; leaseMs: number },
     expiresAtMs: number,
-  ): Promise<void>;
-  /** Gives up a claim whose run did not happen (store fault, conflict), so that a retry may run. */
-  releaseIdempotency(clusterId: string, key: string): Promise<void>;
+  ): Promise<boolean>;
+  /** Makes the staged answer the key's answer, once its run is saved. */
+  commitIdempotency(clusterId: string, key: string, decisionId: string): Promise<void>;
+  /** Claims a key whose holder died with an unsaved answer staged; false if another retry did first. */
+  takeOverIdempotency(
+    clusterId: string,
+    key: string,
+    unsavedDecisionId: string,
+    requestHash: string,
+    lease: { nowMs: number; leaseMs: number },
+  ): Promise<boolean>;
+  /** Gives up a claim whose run was not saved (with the staged answer of `unsavedDecisionId`, if any). */
+  releaseIdempotency(clusterId: string, key: string, unsavedDecisionId?: string): Promise<void>;
+  /** Whether the decision was stored (and has not expired from the table). */
+  hasDecision(clusterId: string, decisionId: string): Promise<boolean>;
 
   getFleetConfig(): Promise<ConfigOverrides>;
   putFleetConfig(config: ConfigOverrides, nowMs: number): Promise<void>;
