@@ -1,6 +1,7 @@
 import { gzipSync } from "node:zlib";
 import type { Context } from "hono";
 import { Hono } from "hono";
+import { compress } from "hono/compress";
 import {
   type ConfigOverrides,
   ConfigOverrides as ConfigOverridesSchema,
@@ -40,12 +41,18 @@ const DAY_MS = 86_400_000;
 export const DECISION_TTL_MS = 7 * DAY_MS;
 export const IDEMPOTENCY_TTL_MS = DAY_MS;
 export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
+/** Answers smaller than this go uncompressed: a few elections read better as plain JSON. */
+const COMPRESS_ABOVE_BYTES = 16 * 1024;
 
 function send(c: Context, body: ProblemDetails | string, status?: number): Response {
   const text = typeof body === "string" ? body : JSON.stringify(body);
   const code = status ?? (typeof body === "string" ? 200 : body.status);
   const contentType = code >= 400 ? "application/problem+json" : "application/json";
-  return c.body(text, code as 200, { "content-type": contentType });
+  return c.body(text, code as 200, {
+    "content-type": contentType,
+    // Lets the compression below leave small answers as they are.
+    "content-length": String(Buffer.byteLength(text)),
+  });
 }
 
 function clusterView(
@@ -121,6 +128,9 @@ export function createApp(options: AppOptions): Hono<Env> {
     await next();
     c.res.headers.set("server-timing", `app;dur=${(performance.now() - start).toFixed(1)}`);
   });
+  // Large answers (an explained run lists every imbalanced partition) go gzip'd to clients that take
+  // it, which also keeps them under Lambda's 6 MB response limit.
+  app.use("*", compress({ threshold: COMPRESS_ABOVE_BYTES }));
   app.notFound((c) => send(c, problem("not-found", `No route ${c.req.method} ${c.req.path}`)));
 
   // Auth: /healthz and /openapi.json are open; everything under /v1 needs a token when auth is on.

@@ -136,4 +136,27 @@ describe.each(STORE_KINDS)("the managed endpoint on %s", (kind) => {
     const decisions = await call(`${server.url}/v1/clusters/explained/decisions`);
     expect(decisions.json.decisions[0].partitions).toBeUndefined();
   });
+  it("answers gzip'd when the answer is large and the client takes gzip, and plain when it is small", async () => {
+    const large = snapshotOf(preferredPartitionsOf(1, 3_000, { outOfSync: 100 }));
+    const url = `${server.url}/v1/evaluate?explain=partitions`;
+    const big = await call(url, {
+      body: { snapshot: large, now: 1 },
+      headers: { "accept-encoding": "gzip" },
+    });
+    expect(big.status).toBe(200);
+    expect(big.headers.get("content-encoding")).toBe("gzip");
+    expect(big.headers.get("vary")).toMatch(/accept-encoding/i);
+    expect(big.json.partitions).toHaveLength(3_000);
+    const small = await call(`${server.url}/v1/evaluate`, {
+      body: { snapshot: behind, now: 1 },
+      headers: { "accept-encoding": "gzip" },
+    });
+    expect(small.headers.get("content-encoding")).toBeNull();
+    const plain = await call(url, {
+      body: { snapshot: large, now: 1 },
+      headers: { "accept-encoding": "identity" },
+    });
+    expect(plain.headers.get("content-encoding")).toBeNull();
+    expect(plain.text).toBe(big.text);
+  });
 });

@@ -1,4 +1,4 @@
-import { gzipSync } from "node:zlib";
+import { gunzipSync, gzipSync } from "node:zlib";
 import type { Context } from "aws-lambda";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { snapshotIdOf } from "../../functions/api/tick.ts";
@@ -14,13 +14,19 @@ import { openStore, type TestStore } from "../support/stores.ts";
 /** The event shape hono's Lambda adapter takes: API Gateway HTTP API v2, which Function URLs send too. */
 type FunctionUrlEvent = Parameters<ReturnType<typeof createHttpHandler>>[0];
 
-function functionUrlEvent(method: string, path: string, body?: unknown, query = ""): FunctionUrlEvent {
+function functionUrlEvent(
+  method: string,
+  path: string,
+  body?: unknown,
+  query = "",
+  headers: Record<string, string> = {},
+): FunctionUrlEvent {
   return {
     version: "2.0",
     routeKey: "$default",
     rawPath: path,
     rawQueryString: query,
-    headers: { "content-type": "application/json", host: "abc123.lambda-url.eu-west-1.on.aws" },
+    headers: { "content-type": "application/json", host: "abc123.lambda-url.eu-west-1.on.aws", ...headers },
     requestContext: {
       accountId: "123456789012",
       apiId: "abc123",
@@ -140,6 +146,21 @@ describe("the HTTP handler", () => {
     expect(bad.headers?.["content-type"]).toBe("application/problem+json");
     const health = await handler(functionUrlEvent("GET", "/healthz"), context);
     expect(health.statusCode).toBe(200);
+  });
+
+  it("sends a large answer gzip'd and base64-encoded to a caller that accepts gzip", async () => {
+    const handler = createHttpHandler(env);
+    const snapshot = snapshotOf(preferredPartitionsOf(1, 3_000, { outOfSync: 100 }));
+    const event = functionUrlEvent("POST", "/v1/evaluate", { snapshot, now: 1 }, "explain=partitions", {
+      "accept-encoding": "gzip",
+    });
+    const result = await handler(event, context);
+    expect(result.statusCode).toBe(200);
+    expect(result.headers?.["content-encoding"]).toBe("gzip");
+    expect(result.isBase64Encoded).toBe(true);
+    const body = gunzipSync(Buffer.from(result.body as string, "base64")).toString("utf8");
+    expect(JSON.parse(body).partitions).toHaveLength(3_000);
+    expect((result.body as string).length).toBeLessThan(body.length / 4);
   });
 });
 
