@@ -191,6 +191,18 @@ export function openApiDocument(): Record<string, unknown> {
       "/openapi.json": {
         get: { summary: "This document", responses: { 200: { description: "OpenAPI 3.0" } } },
       },
+      "/metrics": {
+        get: {
+          summary:
+            "The run metrics in Prometheus text (the local server; on AWS they are CloudWatch metrics)",
+          responses: {
+            200: {
+              description: "Counters and gauges",
+              content: { "text/plain; version=0.0.4": { schema: { type: "string" } } },
+            },
+          },
+        },
+      },
     },
     components: { schemas: components() },
   };
