@@ -519,6 +519,8 @@ export class DynamoStore implements PacerStore {
         let pending = requests.slice(from, from + BATCH_WRITE_LIMIT);
         for (let attempt = 0; pending.length > 0; attempt++) {
           if (attempt === 5) throw new Error(`BatchWriteItem left pieces under ${prefix} unprocessed`);
+          // Unprocessed items mean throttling: back off before sending them again.
+          if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 25 * 2 ** attempt));
           const { UnprocessedItems } = await this.client.send(
             new BatchWriteItemCommand({ RequestItems: { [this.tableName]: pending } }),
           );
