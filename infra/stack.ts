@@ -1,6 +1,16 @@
 import { fileURLToPath } from "node:url";
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from "aws-cdk-lib";
-import { Alarm, ComparisonOperator, Metric, TreatMissingData } from "aws-cdk-lib/aws-cloudwatch";
+import {
+  Alarm,
+  AlarmStatusWidget,
+  ComparisonOperator,
+  Dashboard,
+  GraphWidget,
+  type IMetric,
+  MathExpression,
+  Metric,
+  TreatMissingData,
+} from "aws-cdk-lib/aws-cloudwatch";
 import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from "aws-cdk-lib/aws-dynamodb";
 import { EventBus } from "aws-cdk-lib/aws-events";
 import { Effect, PolicyStatement } from "aws-cdk-lib/aws-iam";
@@ -134,7 +144,8 @@ export class PacerStack extends Stack {
       }),
     });
 
-    this.alarms(api, tick, deadLetters);
+    const alarms = this.alarms(api, tick, deadLetters);
+    this.dashboard(id, api, tick, deadLetters, alarms);
     this.suppressions();
     // The schedule's role may invoke the tick function and its versions (`<arn>:*`): CDK's own grant.
     const tickLogicalId = this.getLogicalId(tick.node.defaultChild as CfnFunction);
@@ -210,9 +221,7 @@ export class PacerStack extends Stack {
         comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         treatMissingData: TreatMissingData.NOT_BREACHING,
       });
-    errors(api, "Api");
-    errors(tick, "Tick");
-    new Alarm(this, "TickDeadLettersAlarm", {
+    const deadLettersAlarm = new Alarm(this, "TickDeadLettersAlarm", {
       alarmDescription: "Ticks that failed past their retries: clusters are not being paced",
       metric: deadLetters.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5) }),
       threshold: 1,
@@ -220,7 +229,7 @@ export class PacerStack extends Stack {
       comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       treatMissingData: TreatMissingData.NOT_BREACHING,
     });
-    new Alarm(this, "MaxWaitEscapesAlarm", {
+    const maxWaitAlarm = new Alarm(this, "MaxWaitEscapesAlarm", {
       alarmDescription: "A broker was let through by the max-wait escape hatch: it never caught up",
       metric: new Metric({
         namespace: METRICS_NAMESPACE,
@@ -233,6 +242,68 @@ export class PacerStack extends Stack {
       evaluationPeriods: 1,
       comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    return [errors(api, "Api"), errors(tick, "Tick"), deadLettersAlarm, maxWaitAlarm];
+  }
+  /**
+   * One page for an operator: per cluster the elections, what the gate and the throttle held back,
+   * gated brokers and their out-of-sync partitions (a search over the ClusterId dimension, so new
+   * clusters appear by themselves), the fleet's max-wait escapes, the functions and the alarms.
+   */
+  private dashboard(
+    id: string,
+    api: NodejsFunction,
+    tick: NodejsFunction,
+    deadLetters: Queue,
+    alarms: Alarm[],
+  ) {
+    const perCluster = (metricName: string, statistic: "Sum" | "Maximum"): IMetric =>
+      new MathExpression({
+        expression: `SEARCH('{${METRICS_NAMESPACE},ClusterId,service} MetricName="${metricName}"', '${statistic}', 60)`,
+        label: "",
+        period: Duration.minutes(1),
+      });
+    const graph = (title: string, left: IMetric[]) => new GraphWidget({ title, left, width: 12, height: 6 });
+    new Dashboard(this, "Dashboard", {
+      dashboardName: id,
+      widgets: [
+        [
+          graph("Elections per cluster", [perCluster("Elections", "Sum")]),
+          graph("Gated brokers per cluster", [perCluster("GatedBrokerCount", "Maximum")]),
+        ],
+        [
+          graph("Out-of-sync preferred partitions per cluster", [
+            perCluster("OutOfSyncPreferredPartitionCount", "Maximum"),
+          ]),
+          graph("Elections held back: by the gate, by the cap and throttle", [
+            perCluster("ElectionsSkippedByGate", "Sum"),
+            perCluster("ElectionsDeferredByThrottle", "Sum"),
+          ]),
+        ],
+        [
+          graph("Brokers let through by max-wait (fleet)", [
+            new Metric({
+              namespace: METRICS_NAMESPACE,
+              metricName: "FleetMaxWaitExpiredBrokerCount",
+              dimensionsMap: { service: SERVICE_NAME },
+              statistic: "Sum",
+              period: Duration.minutes(1),
+            }),
+          ]),
+          new GraphWidget({
+            title: "Functions and the dead-letter queue",
+            left: [
+              api.metricErrors({ label: "API errors" }),
+              tick.metricErrors({ label: "Tick errors" }),
+              deadLetters.metricApproximateNumberOfMessagesVisible({ label: "Failed ticks" }),
+            ],
+            right: [tick.metricDuration({ label: "Tick duration (max)", statistic: "Maximum" })],
+            width: 12,
+            height: 6,
+          }),
+        ],
+        [new AlarmStatusWidget({ title: "Alarms", alarms, width: 24, height: 3 })],
+      ],
     });
   }
 

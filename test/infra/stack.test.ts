@@ -125,6 +125,30 @@ describe("the stack", () => {
       Dimensions: [{ Name: "service", Value: "leadership-pacer" }],
     });
   });
+
+  it("has a dashboard of the run metrics per cluster, found by the ClusterId dimension, and the alarms", () => {
+    const dashboards = Object.values(template.findResources("AWS::CloudWatch::Dashboard"));
+    expect(dashboards).toHaveLength(1);
+    // The body is a Fn::Join of JSON around resource references; those become placeholders here.
+    const parts = dashboards[0]?.Properties.DashboardBody["Fn::Join"][1] as unknown[];
+    const body = JSON.parse(parts.map((part) => (typeof part === "string" ? part : "REF")).join(""));
+    const widgets = body.widgets as { type: string; properties: { metrics?: unknown[] } }[];
+    const expressions = widgets
+      .flatMap((widget) => widget.properties.metrics ?? [])
+      .flatMap((metric) => (metric as { expression?: string }[]).map((m) => m.expression).filter(Boolean));
+    for (const metric of [
+      "Elections",
+      "GatedBrokerCount",
+      "OutOfSyncPreferredPartitionCount",
+      "ElectionsSkippedByGate",
+      "ElectionsDeferredByThrottle",
+    ])
+      expect(expressions).toContainEqual(
+        expect.stringContaining(`ClusterId,service} MetricName="${metric}"`),
+      );
+    expect(JSON.stringify(widgets)).toContain("FleetMaxWaitExpiredBrokerCount");
+    expect(widgets.filter((widget) => widget.type === "alarm")).toHaveLength(1);
+  });
 });
 
 describe("cdk-nag AwsSolutions", () => {
