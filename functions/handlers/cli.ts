@@ -12,11 +12,13 @@ import {
 import { validateEvaluateRequest } from "../../schemas/request.ts";
 import { validateSnapshot } from "../../schemas/snapshot.ts";
 import { INITIAL_STATE } from "../../schemas/state.ts";
+import { runTable } from "../format/runs.ts";
 import { evaluateRequest } from "../policy/request.ts";
 
 const USAGE = `usage:
   pacer evaluate [FILE|-] [--lines] [--explain]   one request { snapshot, config?, state?, now? } -> its answer
   pacer replay   [FILE|-] [--explain]             NDJSON { now, snapshot, config? } per line, state threaded
+      --summary                                   evaluate, replay: a table, one row per run, not JSON
   pacer serve                                     the HTTP service (PORT, PACER_DATA_DIR, ...: see README)
   pacer simulate <scenario|FILE> --out DIR [--compare CONFIG.json]
                                                   a virtual-clock recovery: report, SVG charts, CSV
@@ -103,14 +105,15 @@ function validateReplayLine(value: unknown, base: string) {
 }
 
 /** A recorded series of snapshots run in order, each run handed the state the previous one left. */
-function replayCommand(text: string, explain: boolean): RunAnswer[] {
+function replayCommand(text: string, explain: boolean): { answers: RunAnswer[]; times: number[] } {
   const lines = validateAll(parseJsonLines(text, true), (i) => `/lines/${i + 1}`, validateReplayLine);
   let state = INITIAL_STATE;
-  return lines.map((line) => {
+  const answers = lines.map((line) => {
     const answer = evaluateRequest({ ...line, state }, { clockMs: line.nowMs, explain });
     state = answer.state;
     return answer;
   });
+  return { answers, times: lines.map((line) => line.nowMs) };
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -120,6 +123,7 @@ async function main(argv: string[]): Promise<number> {
     options: {
       lines: { type: "boolean", default: false },
       explain: { type: "boolean", default: false },
+      summary: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
       out: { type: "string" },
       compare: { type: "string" },
@@ -133,14 +137,19 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case "evaluate": {
       const answers = evaluateCommand(readInput(file), values.lines, values.explain);
+      if (values.summary) {
+        process.stdout.write(`${runTable(answers)}\n`);
+        return 0;
+      }
       process.stdout.write(
         `${answers.map((a) => (values.lines ? JSON.stringify(a) : JSON.stringify(a, null, 2))).join("\n")}\n`,
       );
       return 0;
     }
     case "replay": {
-      const answers = replayCommand(readInput(file), values.explain);
-      process.stdout.write(answers.map((a) => `${JSON.stringify(a)}\n`).join(""));
+      const { answers, times } = replayCommand(readInput(file), values.explain);
+      if (values.summary) process.stdout.write(`${runTable(answers, times)}\n`);
+      else process.stdout.write(answers.map((a) => `${JSON.stringify(a)}\n`).join(""));
       return 0;
     }
     case "simulate": {

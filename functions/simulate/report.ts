@@ -1,20 +1,11 @@
 import type { Scenario } from "../../schemas/scenario.ts";
+import { type Column, formatDuration, markdownTable } from "../format/text.ts";
 import type { Simulation } from "./simulate.ts";
 import type { BrokerSummary } from "./summary.ts";
 
 /** The text parts of a simulation report: the summary table, the Markdown page and the CSV of every run. */
 
-export function formatDuration(ms: number | null): string {
-  if (ms === null) return "not reached";
-  const seconds = Math.round(ms / 1000);
-  const h = Math.floor(seconds / 3600);
-  const m = Math.floor((seconds % 3600) / 60);
-  const s = seconds % 60;
-  const pad = (n: number) => String(n).padStart(2, "0");
-  return h > 0 ? `${h}h ${pad(m)}m ${pad(s)}s` : `${m}m ${pad(s)}s`;
-}
-
-const COLUMNS: [string, (row: BrokerSummary) => string][] = [
+const COLUMNS: Column<BrokerSummary>[] = [
   ["config", (r) => r.label],
   ["broker", (r) => String(r.broker)],
   ["time to release", (r) => formatDuration(r.timeToReleaseMs)],
@@ -28,18 +19,9 @@ const COLUMNS: [string, (row: BrokerSummary) => string][] = [
   ["runs", (r) => String(r.runs)],
 ];
 
-/** A Markdown table, which also reads well as plain text in a terminal. */
+/** The summary of every recovering broker under every config. */
 export function summaryTable(rows: BrokerSummary[]): string {
-  const cells = rows.map((row) => COLUMNS.map(([, cell]) => cell(row)));
-  const widths = COLUMNS.map(([title], i) =>
-    Math.max(title.length, ...cells.map((c) => (c[i] as string).length)),
-  );
-  const line = (values: string[]) => `| ${values.map((v, i) => v.padEnd(widths[i] as number)).join(" | ")} |`;
-  return [
-    line(COLUMNS.map(([title]) => title)),
-    line(widths.map((w) => "-".repeat(w))),
-    ...cells.map(line),
-  ].join("\n");
+  return markdownTable(COLUMNS, rows);
 }
 
 export const CHART_FILES = {

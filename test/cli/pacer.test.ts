@@ -87,6 +87,33 @@ describe("pacer replay", () => {
     ]);
   });
 
+  it("prints a table for a person with --summary: one row per run, its time, what the gate held back", () => {
+    const { code, stdout } = pacer(["replay", "examples/replay.ndjson", "--summary"]);
+    expect(code).toBe(0);
+    const rows = stdout
+      .trim()
+      .split("\n")
+      .map((line) => line.split("|").map((cell) => cell.trim()));
+    const header = rows[0] as string[];
+    const column = (title: string) => rows.slice(2).map((row) => row[header.indexOf(title)]);
+    expect(rows).toHaveLength(2 + 6);
+    expect(column("at")).toEqual(["0m 00s", "1m 00s", "2m 00s", "3m 00s", "4m 00s", "5m 00s"]);
+    expect(column("held back")).toEqual([
+      "1 over-threshold",
+      "1 over-threshold",
+      "1 over-threshold",
+      "1 hysteresis",
+      "-",
+      "-",
+    ]);
+    expect(column("let through")).toEqual(["-", "-", "-", "-", "1 released", "-"]);
+    expect(column("elections")).toEqual(["4", "4", "4", "4", "4", "4"]);
+
+    const single = pacer(["evaluate", "examples/evaluate.json", "--summary"]);
+    expect(single.stdout.trim().split("\n")).toHaveLength(3);
+    expect(single.stdout).not.toContain("| at ");
+  });
+
   it("shows what another config would have done with the same series", () => {
     const immediate = readFileSync("examples/replay.ndjson", "utf8").replaceAll(
       '"wait-for-sync"',
