@@ -278,6 +278,15 @@ export function createApp(options: AppOptions): Hono<Env> {
     return c.json({ config: config.value, effectiveConfig: effectiveConfig(config.value) });
   });
 
+  // A cluster leaves the fleet: no more listing, no more ticks. Its decisions stay readable until
+  // they expire; a later run under the same id starts a new cluster.
+  app.delete("/v1/clusters/:clusterId", async (c) => {
+    const clusterId = c.req.param("clusterId");
+    if (!(await store.deleteCluster(clusterId)))
+      return send(c, problem("not-found", `No cluster "${clusterId}"`));
+    return c.body(null, 204);
+  });
+
   app.delete("/v1/clusters/:clusterId/state", async (c) => {
     const clusterId = c.req.param("clusterId");
     if (!(await store.resetState(clusterId, clock())))
@@ -303,7 +312,7 @@ export function createApp(options: AppOptions): Hono<Env> {
     ["/openapi.json", "GET"],
     ["/v1/evaluate", "POST"],
     ["/v1/clusters", "GET"],
-    ["/v1/clusters/:clusterId", "GET"],
+    ["/v1/clusters/:clusterId", "GET, DELETE"],
     ["/v1/clusters/:clusterId/evaluate", "POST"],
     ["/v1/clusters/:clusterId/config", "PUT"],
     ["/v1/clusters/:clusterId/state", "DELETE"],

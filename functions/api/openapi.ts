@@ -116,6 +116,11 @@ export function openApiDocument(): Record<string, unknown> {
             ...problems(401, 403, 404, 503),
           },
         },
+        delete: {
+          summary: "Remove a cluster from the fleet (its decisions stay readable until they expire)",
+          parameters: [clusterIdParameter],
+          responses: { 204: { description: "Removed" }, ...problems(400, 401, 403, 404, 503) },
+        },
       },
       "/v1/clusters/{clusterId}/config": {
         put: {

@@ -152,6 +152,18 @@ export class DynamoStore implements PacerStore {
     );
   }
 
+  deleteCluster(clusterId: string) {
+    return conditionally(() =>
+      this.client.send(
+        new DeleteItemCommand({
+          TableName: this.tableName,
+          Key: clusterKey(clusterId),
+          ConditionExpression: `attribute_exists(${TABLE.partitionKey})`,
+        }),
+      ),
+    );
+  }
+
   async resetState(clusterId: string, nowMs: number) {
     return conditionally(() =>
       this.client.send(

@@ -94,6 +94,8 @@ export interface PacerStore {
     run: { state: PacerState; lastDecision: DecisionSummary; nowMs: number },
   ): Promise<boolean>;
   putConfig(clusterId: string, config: ConfigOverrides, nowMs: number): Promise<void>;
+  /** Removes the cluster (config, state, snapshot pointer); false if it is unknown. */
+  deleteCluster(clusterId: string): Promise<boolean>;
   /** Forgets the gate state (like a controller failover); false if the cluster is unknown. */
   resetState(clusterId: string, nowMs: number): Promise<boolean>;
   listClusters(limit: number, cursor?: string): Promise<Page<ClusterRecord>>;

@@ -126,6 +126,30 @@ describe.each(STORE_KINDS)("the managed endpoint on %s", (kind) => {
     expect((await call(`${server.url}/v1/clusters/unknown/state`, { method: "DELETE" })).status).toBe(404);
   });
 
+  it("removes a cluster from the fleet on DELETE; a later run under its id starts afresh", async () => {
+    await call(`${server.url}/v1/clusters/leaving/config`, { method: "PUT", body: WAIT_FOR_SYNC });
+    await evaluate("leaving", { snapshot: behind });
+    const ids = async () =>
+      (await call(`${server.url}/v1/clusters?limit=100`)).json.clusters.map(
+        (c: { clusterId: string }) => c.clusterId,
+      );
+    expect(await ids()).toContain("leaving");
+
+    expect((await call(`${server.url}/v1/clusters/leaving`, { method: "DELETE" })).status).toBe(204);
+    expect(await ids()).not.toContain("leaving");
+    expect((await call(`${server.url}/v1/clusters/leaving`)).status).toBe(404);
+    expect((await call(`${server.url}/v1/clusters/leaving`, { method: "DELETE" })).status).toBe(404);
+    // Its decisions stay readable until they expire.
+    expect((await call(`${server.url}/v1/clusters/leaving/decisions`)).json.decisions).toHaveLength(1);
+
+    // Config and gate state went with it: a new run is a new cluster under the defaults.
+    const again = await evaluate("leaving", { snapshot: behind });
+    expect(again.json.stateVersion).toBe(1);
+    expect(again.json.config["leader.imbalance.election.algorithm"]).toBe("immediate");
+    // Under the defaults, nothing gates: every partition whose preferred replica is in sync is elected.
+    expect(again.json.elections).toHaveLength(5);
+  });
+
   it("adds every imbalanced partition's disposition with ?explain=partitions", async () => {
     const run = await evaluate(
       "explained",
