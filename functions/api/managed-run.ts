@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import { setTimeout as delay } from "node:timers/promises";
 import type { RunAnswer } from "../../schemas/answer.ts";
 import { problem } from "../../schemas/problems.ts";
 import type { ValidEvaluateRequest } from "../../schemas/request.ts";
@@ -84,13 +85,7 @@ export async function managedRun(
     .update(requestBytes)
     .update(options.explain ? "explain" : "")
     .digest("hex");
-  const holder = await store.claimIdempotency(
-    clusterId,
-    key,
-    requestHash,
-    options.clock(),
-    IDEMPOTENCY_LEASE_MS,
-  );
+  const holder = await store.claimIdempotency(clusterId, key, requestHash, lease(options));
   if (holder !== null) {
     const settled = await settleHeldKey(store, clusterId, key, requestHash, holder, options);
     if (settled !== null) return settled;
@@ -188,17 +183,22 @@ async function finishSaved(
   staged: IdempotencyRecord,
   options: ManagedRunOptions,
 ) {
-  const { partitions: _explained, ...decision } = JSON.parse(staged.body) as ManagedAnswer;
-  await store.putDecision(
+  await storeDecision(store, clusterId, JSON.parse(staged.body) as ManagedAnswer, options.decisionTtlMs);
+  await store.commitIdempotency(clusterId, key, staged.decisionId);
+}
+
+/** A saved run's decision, for the decisions feed: the answer without its per-partition explanation. */
+function storeDecision(store: PacerStore, clusterId: string, answer: ManagedAnswer, ttlMs: number) {
+  const { partitions: _explained, ...decision } = answer;
+  return store.putDecision(
     clusterId,
     {
       decisionId: decision.decisionId,
       evaluatedAtMs: decision.evaluatedAtMs,
       body: JSON.stringify(decision),
     },
-    decision.evaluatedAtMs + options.decisionTtlMs,
+    decision.evaluatedAtMs + ttlMs,
   );
-  await store.commitIdempotency(clusterId, key, staged.decisionId);
 }
 
 interface RunOptions extends ManagedRunOptions {
@@ -212,7 +212,7 @@ async function runUntilSaved(
   request: ValidEvaluateRequest,
   options: RunOptions,
 ): Promise<ManagedResponse> {
-  const sleep = options.sleep ?? ((ms: number) => new Promise((resolve) => setTimeout(resolve, ms)));
+  const sleep = options.sleep ?? delay;
   const maxAttempts = options.maxAttempts ?? 8;
   const fleetConfig = await store.getFleetConfig();
   for (let attempt = 0; attempt < maxAttempts; attempt++) {
@@ -248,12 +248,7 @@ async function runUntilSaved(
         await sleep(jittered(attempt));
         continue;
       }
-      const { partitions: _explained, ...decision } = managed;
-      await store.putDecision(
-        clusterId,
-        { decisionId, evaluatedAtMs: nowMs, body: JSON.stringify(decision) },
-        nowMs + options.decisionTtlMs,
-      );
+      await storeDecision(store, clusterId, managed, options.decisionTtlMs);
     }
     if (!options.dryRun) options.observer?.runCompleted(clusterId, managed);
     return { status: 200, body, answer: managed, replayed: false };

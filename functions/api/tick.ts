@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { setTimeout as delay } from "node:timers/promises";
 import { type ConfigOverrides, type EffectiveConfig, effectiveConfig } from "../../schemas/config.ts";
 import { validateSnapshot } from "../../schemas/snapshot.ts";
 import type { ClusterRecord, PacerStore, TickOutcome } from "../store/store.ts";
@@ -192,7 +193,6 @@ interface FollowUp {
 }
 
 const DEFAULT_SNAPSHOT_POLL_MS = 2_000;
-const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * Runs each cluster mid-ramp again when its next run is due, as long as the tick lasts. The run waits
@@ -207,7 +207,7 @@ async function followRamps(
 ) {
   const { untilMs, clock, store } = options;
   if (untilMs === undefined) return;
-  const sleep = options.sleep ?? realSleep;
+  const sleep = options.sleep ?? delay;
   const pollMs = options.snapshotPollMs ?? DEFAULT_SNAPSHOT_POLL_MS;
   for (;;) {
     followUps.sort((a, b) => a.atMs - b.atMs);

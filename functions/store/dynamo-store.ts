@@ -1,3 +1,4 @@
+import { setTimeout as delay } from "node:timers/promises";
 import { gunzipSync, gzipSync } from "node:zlib";
 import {
   type AttributeValue,
@@ -16,6 +17,7 @@ import type {
   ClusterRecord,
   IdempotencyClaim,
   IdempotencyRecord,
+  Lease,
   PacerStore,
   Page,
   SnapshotMeta,
@@ -42,16 +44,31 @@ export class SnapshotTooLargeError extends Error {
   }
 }
 
-const clusterKey = (clusterId: string) => ({
-  [TABLE.partitionKey]: { S: `cluster#${clusterId}` },
-  [TABLE.sortKey]: { S: "cluster" },
-});
-const idempotencyKey = (clusterId: string, key: string) => ({
-  [TABLE.partitionKey]: { S: `cluster#${clusterId}` },
-  [TABLE.sortKey]: { S: `idempotency#${key}` },
-});
 const s = (value: string): AttributeValue => ({ S: value });
 const n = (value: number): AttributeValue => ({ N: String(value) });
+/** The TTL attribute's value: epoch seconds. */
+const expiry = (atMs: number): AttributeValue => n(Math.ceil(atMs / 1000));
+
+/** Every item of a cluster shares its partition; the sort key says which item it is. */
+const partitionOf = (clusterId: string) => s(`cluster#${clusterId}`);
+const itemKey = (clusterId: string, sortKey: string) => ({
+  [TABLE.partitionKey]: partitionOf(clusterId),
+  [TABLE.sortKey]: s(sortKey),
+});
+const clusterKey = (clusterId: string) => itemKey(clusterId, "cluster");
+const decisionKey = (clusterId: string, decisionId: string) => itemKey(clusterId, `decision#${decisionId}`);
+const idempotencyKey = (clusterId: string, key: string) => itemKey(clusterId, `idempotency#${key}`);
+/** Where a decision, or an idempotent answer, too large for its own item keeps its pieces. */
+const decisionPieces = (decisionId: string) => `pieces#decision#${decisionId}#`;
+const answerPieces = (decisionId: string) => `pieces#answer#${decisionId}#`;
+
+/** A fresh claim of an Idempotency-Key: no answer yet, gone with its lease. */
+const claimItem = (clusterId: string, key: string, requestHash: string, lease: Lease) => ({
+  ...idempotencyKey(clusterId, key),
+  requestHash: s(requestHash),
+  leaseUntilMs: n(lease.nowMs + lease.leaseMs),
+  [TABLE.ttlAttribute]: expiry(lease.nowMs + lease.leaseMs),
+});
 const json = (value: unknown): AttributeValue => ({ S: JSON.stringify(value) });
 const num = (item: Record<string, AttributeValue>, name: string) => Number(item[name]?.N ?? 0);
 const parsed = <T>(item: Record<string, AttributeValue>, name: string, fallback: T): T =>
@@ -204,20 +221,14 @@ export class DynamoStore implements PacerStore {
   }
 
   async putDecision(clusterId: string, decision: StoredDecision, expiresAtMs: number) {
-    const expiresAt = n(Math.ceil(expiresAtMs / 1000));
-    const body = await this.putBody(
-      clusterId,
-      `pieces#decision#${decision.decisionId}#`,
-      decision.body,
-      expiresAt,
-    );
+    const expiresAt = expiry(expiresAtMs);
+    const body = await this.putBody(clusterId, decisionPieces(decision.decisionId), decision.body, expiresAt);
     await guarded(() =>
       this.client.send(
         new PutItemCommand({
           TableName: this.tableName,
           Item: {
-            [TABLE.partitionKey]: s(`cluster#${clusterId}`),
-            [TABLE.sortKey]: s(`decision#${decision.decisionId}`),
+            ...decisionKey(clusterId, decision.decisionId),
             decisionId: s(decision.decisionId),
             evaluatedAtMs: n(decision.evaluatedAtMs),
             ...body,
@@ -240,7 +251,7 @@ export class DynamoStore implements PacerStore {
             // TTL deletion is lazy (and absent locally): expired items are filtered by their expiry.
             FilterExpression: `${TABLE.ttlAttribute} > :now`,
             ExpressionAttributeValues: {
-              ":pk": s(`cluster#${clusterId}`),
+              ":pk": partitionOf(clusterId),
               ":from": s(options.after ? `decision#${options.after}\u0000` : "decision#"),
               ":to": s("decision#\uffff"),
               ":now": n(Math.floor(options.nowMs / 1000)),
@@ -255,7 +266,7 @@ export class DynamoStore implements PacerStore {
           decisions.push({
             decisionId,
             evaluatedAtMs: num(item, "evaluatedAtMs"),
-            body: await this.readBody(clusterId, `pieces#decision#${decisionId}#`, item),
+            body: await this.readBody(clusterId, decisionPieces(decisionId), item),
           });
         }
         start = result.LastEvaluatedKey;
@@ -268,20 +279,15 @@ export class DynamoStore implements PacerStore {
     clusterId: string,
     key: string,
     requestHash: string,
-    nowMs: number,
-    leaseMs: number,
+    lease: Lease,
   ): Promise<IdempotencyClaim | null> {
     const Key = idempotencyKey(clusterId, key);
+    const { nowMs } = lease;
     const claimed = await conditionally(() =>
       this.client.send(
         new PutItemCommand({
           TableName: this.tableName,
-          Item: {
-            ...Key,
-            requestHash: s(requestHash),
-            leaseUntilMs: n(nowMs + leaseMs),
-            [TABLE.ttlAttribute]: n(Math.ceil((nowMs + leaseMs) / 1000)),
-          },
+          Item: claimItem(clusterId, key, requestHash, lease),
           // Free when absent, expired, or a claim with no answer staged whose lease ran out.
           ConditionExpression: `attribute_not_exists(${TABLE.partitionKey}) OR ${TABLE.ttlAttribute} <= :nowSeconds OR (attribute_not_exists(decisionId) AND leaseUntilMs <= :now)`,
           ExpressionAttributeValues: { ":now": n(nowMs), ":nowSeconds": n(Math.floor(nowMs / 1000)) },
@@ -292,7 +298,7 @@ export class DynamoStore implements PacerStore {
     const { Item } = await guarded(() =>
       this.client.send(new GetItemCommand({ TableName: this.tableName, Key, ConsistentRead: true })),
     );
-    if (!Item) return { done: false, requestHash, leaseUntilMs: nowMs + leaseMs, staged: null };
+    if (!Item) return { done: false, requestHash, leaseUntilMs: nowMs + lease.leaseMs, staged: null };
     const decisionId = Item.decisionId?.S;
     const record: IdempotencyRecord | null =
       decisionId === undefined
@@ -301,7 +307,7 @@ export class DynamoStore implements PacerStore {
             requestHash: Item.requestHash?.S ?? "",
             decisionId,
             status: num(Item, "status"),
-            body: await this.readBody(clusterId, `pieces#answer#${decisionId}#`, Item),
+            body: await this.readBody(clusterId, answerPieces(decisionId), Item),
           };
     if (record && Item.done?.BOOL) return { done: true, record };
     return {
@@ -316,11 +322,11 @@ export class DynamoStore implements PacerStore {
     clusterId: string,
     key: string,
     record: IdempotencyRecord,
-    lease: { nowMs: number; leaseMs: number },
+    lease: Lease,
     expiresAtMs: number,
   ) {
-    const expiresAt = n(Math.ceil(expiresAtMs / 1000));
-    const body = await this.putBody(clusterId, `pieces#answer#${record.decisionId}#`, record.body, expiresAt);
+    const expiresAt = expiry(expiresAtMs);
+    const body = await this.putBody(clusterId, answerPieces(record.decisionId), record.body, expiresAt);
     return conditionally(() =>
       this.client.send(
         new PutItemCommand({
@@ -361,18 +367,13 @@ export class DynamoStore implements PacerStore {
     key: string,
     unsavedDecisionId: string,
     requestHash: string,
-    lease: { nowMs: number; leaseMs: number },
+    lease: Lease,
   ) {
     return conditionally(() =>
       this.client.send(
         new PutItemCommand({
           TableName: this.tableName,
-          Item: {
-            ...idempotencyKey(clusterId, key),
-            requestHash: s(requestHash),
-            leaseUntilMs: n(lease.nowMs + lease.leaseMs),
-            [TABLE.ttlAttribute]: n(Math.ceil((lease.nowMs + lease.leaseMs) / 1000)),
-          },
+          Item: claimItem(clusterId, key, requestHash, lease),
           ConditionExpression:
             "decisionId = :decision AND attribute_not_exists(done) AND leaseUntilMs <= :now",
           ExpressionAttributeValues: { ":decision": s(unsavedDecisionId), ":now": n(lease.nowMs) },
@@ -404,10 +405,7 @@ export class DynamoStore implements PacerStore {
       const { Item } = await this.client.send(
         new GetItemCommand({
           TableName: this.tableName,
-          Key: {
-            [TABLE.partitionKey]: s(`cluster#${clusterId}`),
-            [TABLE.sortKey]: s(`decision#${decisionId}`),
-          },
+          Key: decisionKey(clusterId, decisionId),
           ProjectionExpression: "decisionId",
           ConsistentRead: true,
         }),
@@ -445,7 +443,7 @@ export class DynamoStore implements PacerStore {
       throw new SnapshotTooLargeError(gzipped.length);
     // The chunks go first, under a new id; only then does the cluster point at them, so that a reader
     // never sees half of a snapshot. Older chunks expire by themselves.
-    const expiresAt = n(Math.ceil((meta.receivedAtMs + SNAPSHOT_CHUNK_TTL_MS) / 1000));
+    const expiresAt = expiry(meta.receivedAtMs + SNAPSHOT_CHUNK_TTL_MS);
     const chunks = await this.writePieces(clusterId, `snapshot#${meta.snapshotId}#`, gzipped, expiresAt);
     const stored: SnapshotMeta = { ...meta, chunks, compressedBytes: gzipped.length };
     await conditionally(() =>
@@ -519,8 +517,7 @@ export class DynamoStore implements PacerStore {
     const requests = Array.from({ length: count }, (_, k) => ({
       PutRequest: {
         Item: {
-          [TABLE.partitionKey]: s(`cluster#${clusterId}`),
-          [TABLE.sortKey]: s(`${prefix}${String(k).padStart(3, "0")}`),
+          ...itemKey(clusterId, `${prefix}${String(k).padStart(3, "0")}`),
           body: { B: bytes.subarray(k * MAX_STORED_BODY_BYTES, (k + 1) * MAX_STORED_BODY_BYTES) },
           [TABLE.ttlAttribute]: expiresAt,
         },
@@ -532,7 +529,7 @@ export class DynamoStore implements PacerStore {
         for (let attempt = 0; pending.length > 0; attempt++) {
           if (attempt === 5) throw new Error(`BatchWriteItem left pieces under ${prefix} unprocessed`);
           // Unprocessed items mean throttling: back off before sending them again.
-          if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 25 * 2 ** attempt));
+          if (attempt > 0) await delay(25 * 2 ** attempt);
           const { UnprocessedItems } = await this.client.send(
             new BatchWriteItemCommand({ RequestItems: { [this.tableName]: pending } }),
           );
@@ -554,7 +551,7 @@ export class DynamoStore implements PacerStore {
           new QueryCommand({
             TableName: this.tableName,
             KeyConditionExpression: `${TABLE.partitionKey} = :pk AND begins_with(${TABLE.sortKey}, :prefix)`,
-            ExpressionAttributeValues: { ":pk": s(`cluster#${clusterId}`), ":prefix": s(prefix) },
+            ExpressionAttributeValues: { ":pk": partitionOf(clusterId), ":prefix": s(prefix) },
             ConsistentRead: true,
             ExclusiveStartKey: start,
           }),

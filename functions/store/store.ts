@@ -78,6 +78,12 @@ export type IdempotencyClaim =
   | { done: true; record: IdempotencyRecord }
   | { done: false; requestHash: string; leaseUntilMs: number; staged: IdempotencyRecord | null };
 
+/** How long a claim holds its key: from `nowMs`, for `leaseMs`. */
+export interface Lease {
+  nowMs: number;
+  leaseMs: number;
+}
+
 export interface Page<T> {
   items: T[];
   /** Pass back to get the next page; absent on the last page. */
@@ -109,22 +115,21 @@ export interface PacerStore {
 
   /**
    * Claims an Idempotency-Key before the run, so that two requests with one key never both run. A claim
-   * whose holder died before staging an answer lapses after `leaseMs`. Returns null when claimed, else
+   * whose holder died before staging an answer lapses with its lease. Returns null when claimed, else
    * what holds the key.
    */
   claimIdempotency(
     clusterId: string,
     key: string,
     requestHash: string,
-    nowMs: number,
-    leaseMs: number,
+    lease: Lease,
   ): Promise<IdempotencyClaim | null>;
   /** Stages a run's answer under its claim, before the run is saved; false if the claim was lost. */
   stageIdempotency(
     clusterId: string,
     key: string,
     record: IdempotencyRecord,
-    lease: { nowMs: number; leaseMs: number },
+    lease: Lease,
     expiresAtMs: number,
   ): Promise<boolean>;
   /** Makes the staged answer the key's answer, once its run is saved. */
@@ -135,7 +140,7 @@ export interface PacerStore {
     key: string,
     unsavedDecisionId: string,
     requestHash: string,
-    lease: { nowMs: number; leaseMs: number },
+    lease: Lease,
   ): Promise<boolean>;
   /** Gives up a claim whose run was not saved (with the staged answer of `unsavedDecisionId`, if any). */
   releaseIdempotency(clusterId: string, key: string, unsavedDecisionId?: string): Promise<void>;

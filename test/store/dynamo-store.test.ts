@@ -63,8 +63,8 @@ describe.each(STORE_KINDS)("the DynamoDB store on %s", (kind) => {
 
   it("lets one claim of an Idempotency-Key through, keeps the answer, and lets a dead claim lapse", async () => {
     const lease = (nowMs: number) => ({ nowMs, leaseMs: 30_000 });
-    expect(await t.store.claimIdempotency("i", "k1", "h", 1_000, 30_000)).toBeNull();
-    expect(await t.store.claimIdempotency("i", "k1", "h", 2_000, 30_000)).toEqual({
+    expect(await t.store.claimIdempotency("i", "k1", "h", { nowMs: 1_000, leaseMs: 30_000 })).toBeNull();
+    expect(await t.store.claimIdempotency("i", "k1", "h", { nowMs: 2_000, leaseMs: 30_000 })).toEqual({
       done: false,
       requestHash: "h",
       leaseUntilMs: 31_000,
@@ -72,31 +72,38 @@ describe.each(STORE_KINDS)("the DynamoDB store on %s", (kind) => {
     });
     const record = { requestHash: "h", decisionId: "d", status: 200, body: '{"a":1}' };
     expect(await t.store.stageIdempotency("i", "k1", record, lease(2_500), 90_000_000)).toBe(true);
-    expect(await t.store.claimIdempotency("i", "k1", "h", 3_000, 30_000)).toEqual({
+    expect(await t.store.claimIdempotency("i", "k1", "h", { nowMs: 3_000, leaseMs: 30_000 })).toEqual({
       done: false,
       requestHash: "h",
       leaseUntilMs: 32_500,
       staged: record,
     });
     await t.store.commitIdempotency("i", "k1", "d");
-    expect(await t.store.claimIdempotency("i", "k1", "h", 4_000, 30_000)).toEqual({ done: true, record });
+    expect(await t.store.claimIdempotency("i", "k1", "h", { nowMs: 4_000, leaseMs: 30_000 })).toEqual({
+      done: true,
+      record,
+    });
 
     // A claim with nothing staged lapses with its lease; a released one is free at once.
-    expect(await t.store.claimIdempotency("i", "k2", "h", 1_000, 30_000)).toBeNull();
-    expect(await t.store.claimIdempotency("i", "k2", "h", 31_000, 30_000)).toBeNull();
+    expect(await t.store.claimIdempotency("i", "k2", "h", { nowMs: 1_000, leaseMs: 30_000 })).toBeNull();
+    expect(await t.store.claimIdempotency("i", "k2", "h", { nowMs: 31_000, leaseMs: 30_000 })).toBeNull();
     await t.store.releaseIdempotency("i", "k2");
-    expect(await t.store.claimIdempotency("i", "k2", "h", 32_000, 30_000)).toBeNull();
+    expect(await t.store.claimIdempotency("i", "k2", "h", { nowMs: 32_000, leaseMs: 30_000 })).toBeNull();
   });
 
   it("keeps a staged answer past its lease until it is taken over or released by its decision", async () => {
     const lease = (nowMs: number) => ({ nowMs, leaseMs: 30_000 });
     const record = { requestHash: "h", decisionId: "s1", status: 200, body: "{}" };
-    expect(await t.store.claimIdempotency("i", "k3", "h", 1_000, 30_000)).toBeNull();
+    expect(await t.store.claimIdempotency("i", "k3", "h", { nowMs: 1_000, leaseMs: 30_000 })).toBeNull();
     expect(await t.store.stageIdempotency("i", "k3", record, lease(1_000), 90_000_000)).toBe(true);
     // Not free when its lease has run out: the run may have been saved.
-    expect(await t.store.claimIdempotency("i", "k3", "h", 60_000, 30_000)).toMatchObject({ staged: record });
+    expect(await t.store.claimIdempotency("i", "k3", "h", { nowMs: 60_000, leaseMs: 30_000 })).toMatchObject({
+      staged: record,
+    });
     await t.store.releaseIdempotency("i", "k3");
-    expect(await t.store.claimIdempotency("i", "k3", "h", 60_000, 30_000)).toMatchObject({ staged: record });
+    expect(await t.store.claimIdempotency("i", "k3", "h", { nowMs: 60_000, leaseMs: 30_000 })).toMatchObject({
+      staged: record,
+    });
     // Taken over only while its lease is out, and only once.
     expect(await t.store.takeOverIdempotency("i", "k3", "s1", "h", lease(20_000))).toBe(false);
     expect(await t.store.takeOverIdempotency("i", "k3", "s1", "h", lease(60_000))).toBe(true);
@@ -116,7 +123,7 @@ describe.each(STORE_KINDS)("the DynamoDB store on %s", (kind) => {
       await t.store.stageIdempotency("i", "k3", { ...record, decisionId: "s2" }, lease(61_000), 90_000_000),
     ).toBe(true);
     await t.store.releaseIdempotency("i", "k3", "s2");
-    expect(await t.store.claimIdempotency("i", "k3", "h", 62_000, 30_000)).toBeNull();
+    expect(await t.store.claimIdempotency("i", "k3", "h", { nowMs: 62_000, leaseMs: 30_000 })).toBeNull();
   });
 
   it("lists decisions newest first, after a given one, without the expired", async () => {
@@ -148,14 +155,20 @@ describe.each(STORE_KINDS)("the DynamoDB store on %s", (kind) => {
     const [decision] = await t.store.listDecisions("big", { limit: 1, nowMs });
     expect(decision?.body).toBe(large);
 
-    expect(await t.store.claimIdempotency("big", "k", "h", 1_000, 30_000)).toBeNull();
+    expect(await t.store.claimIdempotency("big", "k", "h", { nowMs: 1_000, leaseMs: 30_000 })).toBeNull();
     const record = { requestHash: "h", decisionId: "009", status: 200, body: large };
     await t.store.stageIdempotency("big", "k", record, { nowMs: 1_000, leaseMs: 30_000 }, 90_000_000);
     await t.store.commitIdempotency("big", "k", "009");
-    expect(await t.store.claimIdempotency("big", "k", "h", 2_000, 30_000)).toEqual({ done: true, record });
+    expect(await t.store.claimIdempotency("big", "k", "h", { nowMs: 2_000, leaseMs: 30_000 })).toEqual({
+      done: true,
+      record,
+    });
     // A completed record, in pieces or not, is never released.
     await t.store.releaseIdempotency("big", "k");
-    expect(await t.store.claimIdempotency("big", "k", "h", 3_000, 30_000)).toEqual({ done: true, record });
+    expect(await t.store.claimIdempotency("big", "k", "h", { nowMs: 3_000, leaseMs: 30_000 })).toEqual({
+      done: true,
+      record,
+    });
   });
 
   it("pages through the fleet, one row per cluster", async () => {
