@@ -12,7 +12,12 @@ import { CLUSTER_ID, validateEvaluateRequest, validateManagedRequest } from "../
 import { validateSnapshot } from "../../schemas/snapshot.ts";
 import { evaluateRequest } from "../policy/request.ts";
 import { SnapshotTooLargeError } from "../store/dynamo-store.ts";
-import { type ClusterRecord, type PacerStore, StoreUnavailableError } from "../store/store.ts";
+import {
+  type ClusterRecord,
+  nextRunDueAtMs,
+  type PacerStore,
+  StoreUnavailableError,
+} from "../store/store.ts";
 import { mayAccess, type TokenAuth } from "./auth.ts";
 import { readJsonBody } from "./body.ts";
 import { managedRun, type RunObserver } from "./managed-run.ts";
@@ -84,7 +89,7 @@ function fleetRow(record: ClusterRecord, fleetConfig: ConfigOverrides, nowMs: nu
     lastRunAtMs: record.state?.lastRunAtMs ?? null,
     lastElectionCount: last?.electionCount ?? null,
     moreWorkRemains: last?.moreWorkRemains ?? false,
-    nextRunDueAtMs: last ? last.evaluatedAtMs + last.nextDelayMs : null,
+    nextRunDueAtMs: last ? nextRunDueAtMs(last) : null,
     snapshotAgeMs: record.snapshot ? nowMs - record.snapshot.receivedAtMs : null,
     ticking: effectiveConfig(fleetConfig, record.config)["pacer.tick.enabled"],
     lastTick: record.lastTick,

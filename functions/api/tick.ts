@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import { type ConfigOverrides, type EffectiveConfig, effectiveConfig } from "../../schemas/config.ts";
 import { validateSnapshot } from "../../schemas/snapshot.ts";
-import type { ClusterRecord, PacerStore, TickOutcome } from "../store/store.ts";
+import { type ClusterRecord, nextRunDueAtMs, type PacerStore, type TickOutcome } from "../store/store.ts";
 import { type ManagedAnswer, managedRun, type RunObserver } from "./managed-run.ts";
 
 /**
@@ -56,7 +56,7 @@ function skipReason(
   nowMs: number,
 ): TickOutcome["outcome"] | null {
   const last = record.lastDecision;
-  if (last && last.evaluatedAtMs + last.nextDelayMs > nowMs) return "not-due";
+  if (last && nextRunDueAtMs(last) > nowMs) return "not-due";
   if (!record.snapshot) return "no-snapshot";
   if (nowMs - record.snapshot.receivedAtMs > config["pacer.snapshot.max.age.ms"]) return "stale-snapshot";
   if (last?.snapshotId === record.snapshot.snapshotId) return "snapshot-unchanged";
@@ -102,7 +102,7 @@ async function tickCluster(
     return {
       ...outcome,
       elections: 0,
-      ...(midRamp ? { followUpAtMs: last.evaluatedAtMs + last.nextDelayMs } : {}),
+      ...(midRamp ? { followUpAtMs: nextRunDueAtMs(last) } : {}),
     };
   }
   const snapshot = validateSnapshot(JSON.parse(snapshotText));
@@ -137,7 +137,7 @@ async function tickCluster(
   return {
     ...outcome,
     elections: answer.elections.length,
-    ...(answer.moreWorkRemains ? { followUpAtMs: answer.evaluatedAtMs + answer.nextDelayMs } : {}),
+    ...(answer.moreWorkRemains ? { followUpAtMs: nextRunDueAtMs(answer) } : {}),
   };
 }
 

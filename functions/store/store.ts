@@ -17,6 +17,10 @@ export interface DecisionSummary {
   snapshotId?: string;
 }
 
+/** When the run after a decision is due: its time plus the delay it asked for. */
+export const nextRunDueAtMs = (decision: Pick<DecisionSummary, "evaluatedAtMs" | "nextDelayMs">) =>
+  decision.evaluatedAtMs + decision.nextDelayMs;
+
 /** Where a cluster's latest stored snapshot is, and how fresh. */
 export interface SnapshotMeta {
   snapshotId: string;
