@@ -1,4 +1,5 @@
 import type { AddressInfo } from "node:net";
+import { setTimeout as delay } from "node:timers/promises";
 import { serve } from "@hono/node-server";
 import { createApp, DECISION_TTL_MS, DEFAULT_MAX_BODY_BYTES, IDEMPOTENCY_TTL_MS } from "../api/app.ts";
 import { TokenAuth } from "../api/auth.ts";
@@ -101,22 +102,10 @@ function startTicker(store: PacerStore, observer: RunObserver, tickSeconds: numb
   const tickMs = tickSeconds * 1000;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
-  let stopped = false;
-  const sleepers = new Set<() => void>();
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve, reject) => {
-      if (stopped) return reject(new Error("the server is stopping"));
-      const wake = () => {
-        sleepers.delete(wake);
-        clearTimeout(timeout);
-        reject(new Error("the server is stopping"));
-      };
-      const timeout = setTimeout(() => {
-        sleepers.delete(wake);
-        resolve();
-      }, ms);
-      sleepers.add(wake);
-    });
+  // Stopping aborts a follow-up's sleep, which ends the tick.
+  const stopping = new AbortController();
+  const stopped = () => stopping.signal.aborted;
+  const sleep = (ms: number) => delay(ms, undefined, { signal: stopping.signal });
   const tick = async () => {
     const scheduledAtMs = Date.now();
     try {
@@ -132,10 +121,10 @@ function startTicker(store: PacerStore, observer: RunObserver, tickSeconds: numb
         idempotencyTtlMs: IDEMPOTENCY_TTL_MS,
       });
     } catch (error) {
-      if (!stopped)
+      if (!stopped())
         console.error(JSON.stringify({ message: "tick failed", error: (error as Error).message }));
     }
-    if (!stopped) timer = setTimeout(start, Math.max(0, scheduledAtMs + tickMs - Date.now()));
+    if (!stopped()) timer = setTimeout(start, Math.max(0, scheduledAtMs + tickMs - Date.now()));
   };
   const start = () => {
     running = tick();
@@ -143,9 +132,8 @@ function startTicker(store: PacerStore, observer: RunObserver, tickSeconds: numb
   timer = setTimeout(start, tickMs);
   return {
     stop: async () => {
-      stopped = true;
+      stopping.abort();
       clearTimeout(timer);
-      for (const wake of sleepers) wake();
       await running;
     },
   };
