@@ -51,6 +51,16 @@ export const TABLE_ACTIONS = [
   "dynamodb:DescribeTable",
 ];
 
+/** Brokers the escape hatch let through, fleet-wide: the one series an alarm can watch. */
+const fleetMaxWaitEscapes = (period: Duration) =>
+  new Metric({
+    namespace: METRICS_NAMESPACE,
+    metricName: "FleetMaxWaitExpiredBrokerCount",
+    dimensionsMap: { service: SERVICE_NAME },
+    statistic: "Sum",
+    period,
+  });
+
 /** The cdk-nag AwsSolutions findings this stack accepts, and why. */
 const ACCEPTED_FINDINGS: [string, string][] = [
   [
@@ -212,39 +222,37 @@ export class PacerStack extends Stack {
   }
 
   private alarms(api: NodejsFunction, tick: NodejsFunction, deadLetters: Queue) {
-    const errors = (fn: NodejsFunction, name: string) =>
-      new Alarm(this, `${name}ErrorsAlarm`, {
-        alarmDescription: `${name} Lambda errors: requests or ticks failing`,
-        metric: fn.metricErrors({ period: Duration.minutes(5) }),
+    // Each alarm fires on the first occurrence in five minutes: any of these is worth a look.
+    const onAny = (id: string, alarmDescription: string, metric: IMetric) =>
+      new Alarm(this, id, {
+        alarmDescription,
+        metric,
         threshold: 1,
         evaluationPeriods: 1,
         comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         treatMissingData: TreatMissingData.NOT_BREACHING,
       });
-    const deadLettersAlarm = new Alarm(this, "TickDeadLettersAlarm", {
-      alarmDescription: "Ticks that failed past their retries: clusters are not being paced",
-      metric: deadLetters.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5) }),
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: TreatMissingData.NOT_BREACHING,
-    });
-    const maxWaitAlarm = new Alarm(this, "MaxWaitEscapesAlarm", {
-      alarmDescription: "A broker was let through by the max-wait escape hatch: it never caught up",
-      metric: new Metric({
-        namespace: METRICS_NAMESPACE,
-        metricName: "FleetMaxWaitExpiredBrokerCount",
-        dimensionsMap: { service: SERVICE_NAME },
-        statistic: "Sum",
-        period: Duration.minutes(5),
-      }),
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: TreatMissingData.NOT_BREACHING,
-    });
-    return [errors(api, "Api"), errors(tick, "Tick"), deadLettersAlarm, maxWaitAlarm];
+    const period = Duration.minutes(5);
+    return [
+      onAny("ApiErrorsAlarm", "Api Lambda errors: requests or ticks failing", api.metricErrors({ period })),
+      onAny(
+        "TickErrorsAlarm",
+        "Tick Lambda errors: requests or ticks failing",
+        tick.metricErrors({ period }),
+      ),
+      onAny(
+        "TickDeadLettersAlarm",
+        "Ticks that failed past their retries: clusters are not being paced",
+        deadLetters.metricApproximateNumberOfMessagesVisible({ period }),
+      ),
+      onAny(
+        "MaxWaitEscapesAlarm",
+        "A broker was let through by the max-wait escape hatch: it never caught up",
+        fleetMaxWaitEscapes(period),
+      ),
+    ];
   }
+
   /**
    * One page for an operator: per cluster the elections, what the gate and the throttle held back,
    * gated brokers and their out-of-sync partitions (a search over the ClusterId dimension, so new
@@ -281,15 +289,7 @@ export class PacerStack extends Stack {
           ]),
         ],
         [
-          graph("Brokers let through by max-wait (fleet)", [
-            new Metric({
-              namespace: METRICS_NAMESPACE,
-              metricName: "FleetMaxWaitExpiredBrokerCount",
-              dimensionsMap: { service: SERVICE_NAME },
-              statistic: "Sum",
-              period: Duration.minutes(1),
-            }),
-          ]),
+          graph("Brokers let through by max-wait (fleet)", [fleetMaxWaitEscapes(Duration.minutes(1))]),
           new GraphWidget({
             title: "Functions and the dead-letter queue",
             left: [
