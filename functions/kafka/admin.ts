@@ -1,0 +1,231 @@
+import {
+  apiVersionsV3,
+  Connection,
+  type ConnectionOptions,
+  describeTopicPartitionsV0,
+  listPartitionReassignmentsV0,
+  metadataV12,
+} from "@platformatic/kafka";
+import { describeClusterV2, ELECTION_TYPE_PREFERRED, electLeadersV2 } from "./protocol.ts";
+
+/**
+ * The few admin calls the agent makes, on one connection to any broker of the cluster: every one of
+ * them is answered (or forwarded to the controller) by whichever broker receives it. A failed call
+ * closes the connection; the next call reconnects, trying the next bootstrap server first.
+ */
+
+export interface KafkaClientOptions {
+  bootstrapServers: string[];
+  tls?: ConnectionOptions["tls"];
+  sasl?: { mechanism: "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512"; username: string; password: string };
+  requestTimeoutMs?: number;
+  clientId?: string;
+}
+
+export interface KafkaBroker {
+  id: number;
+  fenced: boolean;
+}
+
+export interface KafkaPartition {
+  topic: string;
+  partition: number;
+  replicas: number[];
+  isr: number[];
+  leader: number;
+  elr: number[];
+}
+
+export interface TopicPartition {
+  topic: string;
+  partition: number;
+}
+
+/** One partition's answer to ElectLeaders: 0 done, 84 not needed, 80 preferred not available, … */
+export interface ElectionResult extends TopicPartition {
+  errorCode: number;
+  errorMessage: string | null;
+}
+
+export class KafkaRequestError extends Error {
+  constructor(
+    readonly api: string,
+    readonly errorCode: number,
+    message: string | null,
+  ) {
+    super(`${api} failed with Kafka error ${errorCode}${message ? `: ${message}` : ""}`);
+  }
+}
+
+const API_DESCRIBE_TOPIC_PARTITIONS = 75;
+const API_DESCRIBE_CLUSTER = 60;
+/** Partitions per DescribeTopicPartitions page; brokers cap it at max.request.partition.size.limit (2000). */
+const PAGE_PARTITIONS = 2000;
+
+export class KafkaAdminClient {
+  private connection: Connection | undefined;
+  private apiMaxVersions = new Map<number, number>();
+  private nextServer = 0;
+
+  constructor(private readonly options: KafkaClientOptions) {
+    if (options.bootstrapServers.length === 0) throw new Error("no bootstrap servers");
+  }
+
+  /** Every registered broker with its fenced state (DescribeCluster v2; Metadata omits fenced ones). */
+  async describeBrokers(): Promise<KafkaBroker[]> {
+    return this.call(async (connection) => {
+      if ((this.apiMaxVersions.get(API_DESCRIBE_CLUSTER) ?? -1) < 2) {
+        // Before Kafka 4.0 no API lists fenced brokers: the unfenced ones are all that can be listed.
+        const metadata = await metadataV12.api.async(connection, [], false, false);
+        return metadata.brokers.map((b) => ({ id: b.nodeId, fenced: false }));
+      }
+      const response = await describeClusterV2.async(connection, true);
+      if (response.errorCode !== 0)
+        throw new KafkaRequestError("DescribeCluster", response.errorCode, response.errorMessage);
+      return response.brokers.map((b) => ({ id: b.brokerId, fenced: b.isFenced }));
+    });
+  }
+
+  /** Every partition of every topic: DescribeTopicPartitions, paged (Metadata where the broker lacks it). */
+  async describePartitions(): Promise<KafkaPartition[]> {
+    return this.call(async (connection) => {
+      if (!this.apiMaxVersions.has(API_DESCRIBE_TOPIC_PARTITIONS))
+        return this.partitionsFromMetadata(connection);
+      const partitions: KafkaPartition[] = [];
+      let cursor: { topicName: string; partitionIndex: number } | undefined;
+      do {
+        const page = await describeTopicPartitionsV0.api.async(
+          connection,
+          [], // every topic the caller may describe
+          PAGE_PARTITIONS,
+          cursor,
+        );
+        for (const topic of page.topics) {
+          for (const p of topic.partitions) {
+            partitions.push({
+              topic: topic.name as string,
+              partition: p.partitionIndex,
+              replicas: p.replicaNodes,
+              isr: p.isrNodes,
+              leader: p.leaderId,
+              elr: p.eligibleLeaderReplicas ?? [],
+            });
+          }
+        }
+        cursor = page.nextCursor;
+      } while (cursor);
+      return partitions;
+    });
+  }
+
+  /** Partitions with a reassignment in progress (ListPartitionReassignments, all topics). */
+  async listReassignments(): Promise<TopicPartition[]> {
+    return this.call(async (connection) => {
+      const response = await listPartitionReassignmentsV0.api.async(
+        connection,
+        this.options.requestTimeoutMs ?? 30_000,
+        null as unknown as [],
+      );
+      return response.topics.flatMap((t) =>
+        t.partitions.map((p) => ({ topic: t.name, partition: p.partitionIndex })),
+      );
+    });
+  }
+
+  /**
+   * Preferred-leader elections for exactly these partitions. Per-partition errors are results; a
+   * request-level error throws, and then nothing more is elected by this call.
+   */
+  async electPreferred(partitions: TopicPartition[], timeoutMs = 30_000): Promise<ElectionResult[]> {
+    if (partitions.length === 0) return [];
+    const byTopic = new Map<string, number[]>();
+    for (const { topic, partition } of partitions) {
+      const list = byTopic.get(topic) ?? [];
+      list.push(partition);
+      byTopic.set(topic, list);
+    }
+    const topics = [...byTopic].map(([topic, list]) => ({ topic, partitions: list }));
+    return this.call(async (connection) => {
+      const response = await electLeadersV2.async(connection, ELECTION_TYPE_PREFERRED, topics, timeoutMs);
+      if (response.errorCode !== 0) throw new KafkaRequestError("ElectLeaders", response.errorCode, null);
+      return response.results.flatMap((t) =>
+        t.partitions.map((p) => ({ topic: t.topic, partition: p.partition, ...withoutPartition(p) })),
+      );
+    });
+  }
+
+  async close(): Promise<void> {
+    const connection = this.connection;
+    this.connection = undefined;
+    await connection?.close().catch(() => undefined);
+  }
+
+  private async partitionsFromMetadata(connection: Connection): Promise<KafkaPartition[]> {
+    const metadata = await metadataV12.api.async(connection, null, false, false);
+    return metadata.topics.flatMap((t) =>
+      t.partitions.map((p) => ({
+        topic: t.name as string,
+        partition: p.partitionIndex,
+        replicas: p.replicaNodes,
+        isr: p.isrNodes,
+        leader: p.leaderId,
+        elr: [],
+      })),
+    );
+  }
+
+  private async call<T>(body: (connection: Connection) => Promise<T>): Promise<T> {
+    const connection = await this.connect();
+    try {
+      return await body(connection);
+    } catch (error) {
+      await this.close();
+      throw error;
+    }
+  }
+
+  private async connect(): Promise<Connection> {
+    if (this.connection?.isConnected()) return this.connection;
+    await this.close();
+    const servers = this.options.bootstrapServers;
+    let lastError: unknown;
+    for (let tried = 0; tried < servers.length; tried++) {
+      const server = servers[this.nextServer % servers.length] as string;
+      this.nextServer++;
+      const { host, port } = parseHostPort(server);
+      const connection = new Connection(this.options.clientId ?? "leadership-pacer", {
+        tls: this.options.tls,
+        sasl: this.options.sasl,
+        requestTimeout: this.options.requestTimeoutMs ?? 30_000,
+        connectTimeout: Math.min(this.options.requestTimeoutMs ?? 10_000, 10_000),
+      });
+      try {
+        await connection.connect(host, port);
+        const versions = await apiVersionsV3.api.async(connection, "leadership-pacer", "1");
+        this.apiMaxVersions = new Map(versions.apiKeys.map((a) => [a.apiKey, a.maxVersion]));
+        this.connection = connection;
+        return connection;
+      } catch (error) {
+        lastError = error;
+        await connection.close().catch(() => undefined);
+      }
+    }
+    throw new Error(`no bootstrap server reachable (${servers.join(",")}): ${describe(lastError)}`);
+  }
+}
+
+function withoutPartition(p: { errorCode: number; errorMessage: string | null }) {
+  return { errorCode: p.errorCode, errorMessage: p.errorMessage };
+}
+
+export function parseHostPort(server: string): { host: string; port: number } {
+  const match = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(server.trim());
+  const port = Number(match?.[2]);
+  if (!match || !(port > 0 && port < 65536)) throw new Error(`"${server}" is not host:port`);
+  return { host: match[1] as string, port };
+}
+
+function describe(error: unknown): string {
+  if (error instanceof AggregateError) return error.errors.map(describe).join("; ");
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,311 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { KafkaAdminClient } from "../../functions/kafka/admin.ts";
+
+/**
+ * A real Apache Kafka KRaft cluster for the tests: the official jars from Maven Central (test/kafka/
+ * pom.xml, fetched by Maven into its local repository once), one controller and N brokers as separate
+ * JVMs on loopback with free ports. Brokers can be stopped (SIGTERM: controlled shutdown; SIGKILL:
+ * unclean) and started again on the same log dirs.
+ */
+
+const POM = resolve("test/kafka/pom.xml");
+const CACHE = resolve(".kafka");
+const CLASSPATH_FILE = join(CACHE, "classpath.txt");
+export const CONTROLLER_ID = 100;
+
+/** The jars' classpath, resolved by Maven the first time (and whenever the POM changes). */
+export function kafkaClasspath(): string {
+  const pom = readFileSync(POM, "utf8");
+  const stamp = join(CACHE, "pom.stamp");
+  const fresh =
+    existsSync(CLASSPATH_FILE) &&
+    existsSync(stamp) &&
+    readFileSync(stamp, "utf8") === pom &&
+    readFileSync(CLASSPATH_FILE, "utf8")
+      .split(":")
+      .every((jar) => existsSync(jar));
+  if (!fresh) {
+    mkdirSync(CACHE, { recursive: true });
+    execFileSync(
+      "mvn",
+      ["-q", "-B", "-f", POM, "dependency:build-classpath", `-Dmdep.outputFile=${CLASSPATH_FILE}`],
+      { stdio: ["ignore", "inherit", "inherit"] },
+    );
+    writeFileSync(stamp, pom);
+  }
+  return readFileSync(CLASSPATH_FILE, "utf8").trim();
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+const LOG4J = `status = warn
+appender.file.type = Console
+appender.file.name = out
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = warn
+rootLogger.appenderRef.out.ref = out
+logger.controller.name = org.apache.kafka.controller
+logger.controller.level = info
+`;
+
+type Properties = Record<string, string | number | boolean>;
+
+export interface KafkaClusterOptions {
+  brokers?: number;
+  /** Extra controller properties, e.g. `auto.leader.rebalance.enable`. */
+  controller?: Properties;
+  /** Extra properties for every broker. */
+  broker?: Properties;
+}
+
+interface Node {
+  id: number;
+  port: number;
+  dir: string;
+  properties: Properties;
+  process?: ChildProcess;
+}
+
+export class KafkaCluster {
+  private constructor(
+    readonly dir: string,
+    private readonly classpath: string,
+    private readonly controller: Node,
+    private readonly brokerNodes: Map<number, Node>,
+  ) {}
+
+  /** Formats storage for one controller and `brokers` brokers (ids 1..N) and starts them all. */
+  static async start(options: KafkaClusterOptions = {}): Promise<KafkaCluster> {
+    const classpath = kafkaClasspath();
+    const dir = mkdtempSync(join(tmpdir(), "pacer-kafka-"));
+    writeFileSync(join(dir, "log4j2.properties"), LOG4J);
+    const controllerPort = await freePort();
+    const voters = `${CONTROLLER_ID}@127.0.0.1:${controllerPort}`;
+    const controller: Node = {
+      id: CONTROLLER_ID,
+      port: controllerPort,
+      dir: join(dir, "controller"),
+      properties: {
+        "process.roles": "controller",
+        "node.id": CONTROLLER_ID,
+        "controller.quorum.voters": voters,
+        listeners: `CONTROLLER://127.0.0.1:${controllerPort}`,
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+        "log.dirs": join(dir, "controller", "data"),
+        // The pacer is the balancer unless a test turns Kafka's own on.
+        "auto.leader.rebalance.enable": false,
+        "leader.imbalance.check.interval.seconds": 5,
+        ...options.controller,
+      },
+    };
+    const brokerNodes = new Map<number, Node>();
+    for (let id = 1; id <= (options.brokers ?? 3); id++) {
+      const port = await freePort();
+      brokerNodes.set(id, {
+        id,
+        port,
+        dir: join(dir, `broker-${id}`),
+        properties: {
+          "process.roles": "broker",
+          "node.id": id,
+          "controller.quorum.voters": voters,
+          listeners: `PLAINTEXT://127.0.0.1:${port}`,
+          "advertised.listeners": `PLAINTEXT://127.0.0.1:${port}`,
+          "inter.broker.listener.name": "PLAINTEXT",
+          "controller.listener.names": "CONTROLLER",
+          "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+          "log.dirs": join(dir, `broker-${id}`, "data"),
+          "num.network.threads": 2,
+          "num.io.threads": 4,
+          "num.partitions": 1,
+          "offsets.topic.replication.factor": 1,
+          "transaction.state.log.replication.factor": 1,
+          "group.initial.rebalance.delay.ms": 0,
+          ...options.broker,
+        },
+      });
+    }
+    const cluster = new KafkaCluster(dir, classpath, controller, brokerNodes);
+    const clusterId = randomBytes(16).toString("base64url");
+    await Promise.all([controller, ...brokerNodes.values()].map((node) => cluster.format(node, clusterId)));
+    try {
+      cluster.launch(controller);
+      for (const node of brokerNodes.values()) cluster.launch(node);
+      await cluster.waitForBrokers([...brokerNodes.keys()]);
+    } catch (error) {
+      await cluster.close();
+      throw error;
+    }
+    return cluster;
+  }
+
+  get bootstrapServers(): string {
+    return [...this.brokerNodes.values()].map((n) => `127.0.0.1:${n.port}`).join(",");
+  }
+
+  brokerIds(): number[] {
+    return [...this.brokerNodes.keys()];
+  }
+
+  /** Runs one of Kafka's Java tools with the cluster's classpath; resolves with its exit code and output. */
+  async runTool(mainClass: string, args: string[]): Promise<{ code: number; output: string }> {
+    const child = spawn("java", [...this.jvmOptions(256), "-cp", this.classpath, mainClass, ...args], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout?.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.stderr?.on("data", (chunk) => {
+      output += chunk;
+    });
+    const code = await new Promise<number>((done) => child.once("exit", (c) => done(c ?? 1)));
+    return { code, output };
+  }
+
+  /** Stops a broker: SIGTERM is Kafka's controlled shutdown, SIGKILL a crash. Resolves once it exited. */
+  async stopBroker(id: number, signal: "SIGTERM" | "SIGKILL" = "SIGTERM"): Promise<void> {
+    await this.stop(this.node(id), signal);
+  }
+
+  /** Starts a stopped broker on its old log dirs, with extra properties if given; waits until unfenced. */
+  async startBroker(id: number, overrides: Properties = {}): Promise<void> {
+    const node = this.node(id);
+    this.launch(node, overrides);
+    await this.waitForBrokers([id]);
+  }
+
+  /** Restarts the controller with other properties (Kafka's balancer settings are read only at start). */
+  async restartController(overrides: Properties): Promise<void> {
+    await this.stop(this.controller, "SIGTERM");
+    this.launch(this.controller, overrides);
+    await this.waitForBrokers(this.brokerIds());
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.brokerNodes.values()].map((n) => this.stop(n, "SIGKILL")));
+    await this.stop(this.controller, "SIGKILL");
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** The tail of a node's log, for failure messages. */
+  logTail(id: number, lines = 40): string {
+    const node = id === CONTROLLER_ID ? this.controller : this.node(id);
+    const file = join(node.dir, "server.log");
+    return existsSync(file) ? readFileSync(file, "utf8").split("\n").slice(-lines).join("\n") : "";
+  }
+
+  private node(id: number): Node {
+    const node = this.brokerNodes.get(id);
+    if (!node) throw new Error(`no broker ${id}`);
+    return node;
+  }
+
+  private jvmOptions(heapMb: number): string[] {
+    return [
+      `-Xmx${heapMb}m`,
+      "-XX:+UseG1GC",
+      "-Djava.awt.headless=true",
+      `-Dlog4j2.configurationFile=${join(this.dir, "log4j2.properties")}`,
+    ];
+  }
+
+  private writeProperties(node: Node, overrides: Properties = {}): string {
+    mkdirSync(node.dir, { recursive: true });
+    const file = join(node.dir, "server.properties");
+    const all = { ...node.properties, ...overrides };
+    writeFileSync(
+      file,
+      `${Object.entries(all)
+        .map(([k, v]) => `${k}=${v}`)
+        .join("\n")}\n`,
+    );
+    return file;
+  }
+
+  private async format(node: Node, clusterId: string): Promise<void> {
+    const file = this.writeProperties(node);
+    const { code, output } = await this.runTool("kafka.tools.StorageTool", [
+      "format",
+      "-t",
+      clusterId,
+      "-c",
+      file,
+    ]);
+    if (code !== 0) throw new Error(`formatting node ${node.id} failed:\n${output}`);
+  }
+
+  private launch(node: Node, overrides: Properties = {}): void {
+    const file = this.writeProperties(node, overrides);
+    const log = openSync(join(node.dir, "server.log"), "a");
+    const heapMb = node.id === CONTROLLER_ID ? 256 : 512;
+    node.process = spawn("java", [...this.jvmOptions(heapMb), "-cp", this.classpath, "kafka.Kafka", file], {
+      stdio: ["ignore", log, log],
+    });
+    closeSync(log);
+  }
+
+  private async stop(node: Node, signal: "SIGTERM" | "SIGKILL"): Promise<void> {
+    const child = node.process;
+    node.process = undefined;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((done) => child.once("exit", () => done()));
+    child.kill(signal);
+    await exited;
+  }
+
+  /** Waits until each of `ids` is registered and unfenced, as DescribeCluster v2 reports. */
+  private async waitForBrokers(ids: number[], timeoutMs = 120_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last = "no answer yet";
+    while (Date.now() < deadline) {
+      for (const node of [this.controller, ...ids.map((id) => this.node(id))]) {
+        if (node.process && node.process.exitCode !== null)
+          throw new Error(`Kafka node ${node.id} exited:\n${this.logTail(node.id)}`);
+      }
+      const running = [...this.brokerNodes.values()].filter((n) => n.process);
+      const client = new KafkaAdminClient({
+        bootstrapServers: running.map((n) => `127.0.0.1:${n.port}`),
+        requestTimeoutMs: 5_000,
+      });
+      try {
+        const brokers = await client.describeBrokers();
+        const ready = ids.every((id) => brokers.some((b) => b.id === id && !b.fenced));
+        if (ready) return;
+        last = JSON.stringify(brokers);
+      } catch (error) {
+        last = (error as Error).message;
+      } finally {
+        await client.close();
+      }
+      await delay(500);
+    }
+    throw new Error(`brokers ${ids.join(",")} not ready in ${timeoutMs} ms (last: ${last})`);
+  }
+}
