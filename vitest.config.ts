@@ -3,6 +3,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // The real-Kafka suite runs on its own afterwards (vitest.kafka.config.ts).
+    exclude: ["test/kafka/**"],
     globalSetup: ["test/setup/dynamodb-local.ts"],
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
     testTimeout: 60_000,

@@ -20,6 +20,8 @@ const USAGE = `usage:
   pacer replay   [FILE|-] [--explain]             NDJSON { now, snapshot, config? } per line, state threaded
       --summary                                   evaluate, replay: a table, one row per run, not JSON
   pacer serve                                     the HTTP service (PORT, PACER_DATA_DIR, ...: see README)
+  pacer agent --bootstrap-server H:P (--embedded | --pacer-url URL --cluster-id ID) [--help]
+                                                  paces a Kafka cluster: read, decide, elect
   pacer simulate <scenario|FILE> --out DIR [--compare CONFIG.json]
                                                   a virtual-clock recovery: report, SVG charts, CSV
 Invalid input: exit code 2, an RFC 9457 problem on stderr, nothing on stdout.`;
@@ -117,6 +119,10 @@ function replayCommand(text: string, explain: boolean): { answers: RunAnswer[]; 
 }
 
 async function main(argv: string[]): Promise<number> {
+  if (argv[0] === "agent") {
+    const { agentCommand } = await import("./agent-cli.ts");
+    return agentCommand(argv.slice(1));
+  }
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,

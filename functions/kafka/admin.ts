@@ -71,18 +71,21 @@ export class KafkaAdminClient {
     if (options.bootstrapServers.length === 0) throw new Error("no bootstrap servers");
   }
 
-  /** Every registered broker with its fenced state (DescribeCluster v2; Metadata omits fenced ones). */
-  async describeBrokers(): Promise<KafkaBroker[]> {
+  /** The cluster id and every registered broker with its fenced state (Metadata omits fenced ones). */
+  async describeCluster(): Promise<{ clusterId: string; brokers: KafkaBroker[] }> {
     return this.call(async (connection) => {
       if ((this.apiMaxVersions.get(API_DESCRIBE_CLUSTER) ?? -1) < 2) {
-        // Before Kafka 4.0 no API lists fenced brokers: the unfenced ones are all that can be listed.
+        // Before Kafka 4.0 no API lists fenced brokers: the unfenced ones are all that can be listed,
+        // and an unlisted broker is as inactive to the policy as a fenced one.
         const metadata = await metadataV12.api.async(connection, [], false, false);
-        return metadata.brokers.map((b) => ({ id: b.nodeId, fenced: false }));
+        const brokers = [...metadata.brokers.values()].map((b) => ({ id: b.nodeId, fenced: false }));
+        return { clusterId: metadata.clusterId ?? "", brokers };
       }
       const response = await describeClusterV2.async(connection, true);
       if (response.errorCode !== 0)
         throw new KafkaRequestError("DescribeCluster", response.errorCode, response.errorMessage);
-      return response.brokers.map((b) => ({ id: b.brokerId, fenced: b.isFenced }));
+      const brokers = response.brokers.map((b) => ({ id: b.brokerId, fenced: b.isFenced }));
+      return { clusterId: response.clusterId, brokers };
     });
   }
 

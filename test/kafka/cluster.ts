@@ -28,6 +28,12 @@ const CACHE = resolve(".kafka");
 const CLASSPATH_FILE = join(CACHE, "classpath.txt");
 export const CONTROLLER_ID = 100;
 
+/** Every JVM started here, killed when this process exits however it exits: no orphaned brokers. */
+const running = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
 /** The jars' classpath, resolved by Maven the first time (and whenever the POM changes). */
 export function kafkaClasspath(): string {
   const pom = readFileSync(POM, "utf8");
@@ -268,6 +274,9 @@ export class KafkaCluster {
     node.process = spawn("java", [...this.jvmOptions(heapMb), "-cp", this.classpath, "kafka.Kafka", file], {
       stdio: ["ignore", log, log],
     });
+    const child = node.process;
+    running.add(child);
+    child.once("exit", () => running.delete(child));
     closeSync(log);
   }
 
@@ -295,7 +304,7 @@ export class KafkaCluster {
         requestTimeoutMs: 5_000,
       });
       try {
-        const brokers = await client.describeBrokers();
+        const { brokers } = await client.describeCluster();
         const ready = ids.every((id) => brokers.some((b) => b.id === id && !b.fenced));
         if (ready) return;
         last = JSON.stringify(brokers);

@@ -1,0 +1,171 @@
+import type { ConfigOverrides } from "../../schemas/config.ts";
+import type { ManagedAnswer } from "../api/managed-run.ts";
+import type { ElectionResult, TopicPartition } from "../kafka/admin.ts";
+import type { PacerClient } from "./pacer-client.ts";
+import { type ClusterRead, snapshotOf } from "./snapshot.ts";
+
+/**
+ * `pacer agent`: each run reads the cluster, asks the pacer for a decision and carries out exactly the
+ * returned preferred-leader elections, then sleeps the answer's `nextDelayMs`. Whatever fails (the
+ * read, the pacer, its store) elects nothing: leadership stays where it is, and the run is retried
+ * with backoff. Stopping ends the agent between runs, never with an election request unanswered.
+ */
+
+export interface ClusterAccess {
+  read(): Promise<ClusterRead>;
+  electPreferred(partitions: TopicPartition[]): Promise<ElectionResult[]>;
+}
+
+export const ERROR_NONE = 0;
+export const ERROR_UNKNOWN_TOPIC_OR_PARTITION = 3;
+export const ERROR_PREFERRED_LEADER_NOT_AVAILABLE = 80;
+export const ERROR_ELECTION_NOT_NEEDED = 84;
+
+export interface ElectionTally {
+  asked: number;
+  done: number;
+  notNeeded: number;
+  /** Per Kafka error code: 80 and 3 are expected now and then; anything else is worth a look. */
+  failed: Record<number, number>;
+  /** The whole request failed: nothing more was elected this run. */
+  requestError?: string;
+}
+
+export interface RunReport {
+  atMs: number;
+  durationMs: number;
+  decisionId?: string;
+  elections: ElectionTally;
+  /** Per broker with imbalanced preferred partitions: how many were eligible and how many elected. */
+  shares: Record<number, { eligible: number; elected: number }>;
+  heldBack: { id: number; reason: string; outOfSync: number; total: number }[];
+  nextDelayMs: number;
+  deferred: ManagedAnswer["deferred"];
+  dryRun: boolean;
+  /** Why nothing was asked of Kafka: the read or the pacer failed. */
+  error?: string;
+}
+
+export function tallyOf(asked: number, results: ElectionResult[]): ElectionTally {
+  const tally: ElectionTally = { asked, done: 0, notNeeded: 0, failed: {} };
+  for (const result of results) {
+    if (result.errorCode === ERROR_NONE) tally.done++;
+    else if (result.errorCode === ERROR_ELECTION_NOT_NEEDED) tally.notNeeded++;
+    else tally.failed[result.errorCode] = (tally.failed[result.errorCode] ?? 0) + 1;
+  }
+  return tally;
+}
+
+/** Carries out a batch; a request-level error is a result too, so the run still reports and sleeps. */
+export async function carryOut(
+  cluster: ClusterAccess,
+  elections: TopicPartition[],
+  dryRun: boolean,
+): Promise<ElectionTally> {
+  if (dryRun || elections.length === 0) return tallyOf(elections.length, []);
+  try {
+    return tallyOf(elections.length, await cluster.electPreferred(elections));
+  } catch (error) {
+    return { ...tallyOf(elections.length, []), requestError: (error as Error).message };
+  }
+}
+
+export function sharesOf(answer: ManagedAnswer): RunReport["shares"] {
+  return Object.fromEntries(answer.brokers.map((b) => [b.id, { eligible: b.eligible, elected: b.elected }]));
+}
+
+export function heldBackOf(answer: ManagedAnswer): RunReport["heldBack"] {
+  return answer.brokers
+    .filter((b) => b.gated)
+    .map((b) => ({ id: b.id, reason: b.reason, outOfSync: b.outOfSync, total: b.total }));
+}
+
+export interface AgentObserver {
+  run(report: RunReport): void;
+}
+
+export interface AgentOptions {
+  cluster: ClusterAccess;
+  pacer: PacerClient;
+  config: ConfigOverrides;
+  dryRun: boolean;
+  once: boolean;
+  observer: AgentObserver;
+  /** Aborted by SIGTERM/SIGINT: the agent finishes the run it is in and returns. */
+  signal: AbortSignal;
+  clock?: () => number;
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  backoff?: { initialMs: number; maxMs: number };
+}
+
+export const DEFAULT_BACKOFF = { initialMs: 1_000, maxMs: 30_000 };
+
+/** An abortable sleep that resolves early (never rejects) when the signal fires. */
+export function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** Exponential backoff with full jitter: attempt 0 waits up to `initialMs`. */
+export function backoffMs(attempt: number, backoff = DEFAULT_BACKOFF, random = Math.random): number {
+  return Math.round(random() * Math.min(backoff.maxMs, backoff.initialMs * 2 ** attempt));
+}
+
+/** One run: read, decide, elect. Never throws; a failure before the elections is the report's `error`. */
+export async function runOnce(options: AgentOptions): Promise<RunReport> {
+  const clock = options.clock ?? Date.now;
+  const atMs = clock();
+  const base = {
+    atMs,
+    heldBack: [],
+    deferred: null,
+    dryRun: options.dryRun,
+    elections: tallyOf(0, []),
+    shares: {},
+  };
+  let answer: ManagedAnswer;
+  try {
+    const snapshot = snapshotOf(await options.cluster.read());
+    // A dry run must not advance the gate's hysteresis or the throttle either.
+    answer = await options.pacer.evaluate(snapshot, options.config, options.dryRun);
+  } catch (error) {
+    return { ...base, durationMs: clock() - atMs, nextDelayMs: 0, error: (error as Error).message };
+  }
+  const elections = await carryOut(options.cluster, answer.elections, options.dryRun);
+  return {
+    ...base,
+    durationMs: clock() - atMs,
+    decisionId: answer.decisionId,
+    elections,
+    shares: sharesOf(answer),
+    heldBack: heldBackOf(answer),
+    nextDelayMs: answer.nextDelayMs,
+    deferred: answer.deferred,
+  };
+}
+
+/** Runs until stopped (or once). Resolves with false if the last run failed, for `--once`'s exit code. */
+export async function runAgent(options: AgentOptions): Promise<boolean> {
+  const sleep = options.sleep ?? sleepUnlessAborted;
+  let failures = 0;
+  while (!options.signal.aborted) {
+    const report = await runOnce(options);
+    options.observer.run(report);
+    if (options.once) return report.error === undefined;
+    if (report.error !== undefined) {
+      await sleep(backoffMs(failures++, options.backoff), options.signal);
+      continue;
+    }
+    failures = 0;
+    await sleep(report.nextDelayMs, options.signal);
+  }
+  return true;
+}

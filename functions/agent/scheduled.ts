@@ -1,0 +1,91 @@
+import {
+  type AgentObserver,
+  type AgentOptions,
+  backoffMs,
+  carryOut,
+  heldBackOf,
+  type RunReport,
+  sharesOf,
+  sleepUnlessAborted,
+  tallyOf,
+} from "./agent.ts";
+import type { StoredDecision } from "./pacer-client.ts";
+import { snapshotOf } from "./snapshot.ts";
+
+/**
+ * `pacer agent --scheduled`: the service's tick decides, the agent only reports and carries out. Every
+ * `snapshotIntervalMs` it stores a fresh snapshot (`PUT …/snapshot`) and carries out each decision
+ * newer than the last one it saw (`GET …/decisions?after=`), each exactly once: decision ids are
+ * remembered, so a decision listed twice is elected once. A decision older than `maxDecisionAgeMs`
+ * was made on a cluster that has since moved on and is skipped. Decisions made before the agent
+ * started are history, not work.
+ */
+
+export interface ScheduledOptions extends Omit<AgentOptions, "once"> {
+  snapshotIntervalMs: number;
+  maxDecisionAgeMs: number;
+  /** Told of each decision carried out (or skipped as stale). */
+  observer: AgentObserver & { skipped?(decision: StoredDecision, ageMs: number): void };
+}
+
+export async function runScheduledAgent(options: ScheduledOptions): Promise<void> {
+  const clock = options.clock ?? Date.now;
+  const sleep = options.sleep ?? sleepUnlessAborted;
+  const seen = new Set<string>();
+  let cursor: string | undefined;
+  let started = false;
+  let failures = 0;
+  while (!options.signal.aborted) {
+    try {
+      if (!started) {
+        const history = await options.pacer.decisionsAfter(undefined, 1);
+        cursor = history.at(-1)?.decisionId;
+        started = true;
+      }
+      await options.pacer.putSnapshot(snapshotOf(await options.cluster.read()));
+      for (const decision of await options.pacer.decisionsAfter(cursor)) {
+        if (seen.has(decision.decisionId)) continue;
+        seen.add(decision.decisionId);
+        cursor = decision.decisionId;
+        const ageMs = clock() - decision.evaluatedAtMs;
+        if (ageMs > options.maxDecisionAgeMs) {
+          options.observer.skipped?.(decision, ageMs);
+          continue;
+        }
+        options.observer.run(await carryOutDecision(options, decision));
+      }
+      failures = 0;
+      await sleep(options.snapshotIntervalMs, options.signal);
+    } catch (error) {
+      options.observer.run({
+        atMs: clock(),
+        durationMs: 0,
+        elections: tallyOf(0, []),
+        shares: {},
+        heldBack: [],
+        nextDelayMs: 0,
+        deferred: null,
+        dryRun: options.dryRun,
+        error: (error as Error).message,
+      });
+      await sleep(backoffMs(failures++, options.backoff), options.signal);
+    }
+  }
+}
+
+async function carryOutDecision(options: ScheduledOptions, decision: StoredDecision): Promise<RunReport> {
+  const clock = options.clock ?? Date.now;
+  const atMs = clock();
+  const elections = await carryOut(options.cluster, decision.elections, options.dryRun);
+  return {
+    atMs,
+    durationMs: clock() - atMs,
+    decisionId: decision.decisionId,
+    elections,
+    shares: sharesOf(decision),
+    heldBack: heldBackOf(decision),
+    nextDelayMs: decision.nextDelayMs,
+    deferred: decision.deferred,
+    dryRun: options.dryRun,
+  };
+}
