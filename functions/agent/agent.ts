@@ -36,8 +36,8 @@ export interface RunReport {
   durationMs: number;
   decisionId?: string;
   elections: ElectionTally;
-  /** Per broker with imbalanced preferred partitions: how many were eligible and how many elected. */
-  shares: Record<number, { eligible: number; elected: number }>;
+  /** Per broker with imbalanced preferred partitions: gated or not, how many were eligible and elected. */
+  shares: Record<number, { gated: boolean; eligible: number; elected: number }>;
   heldBack: { id: number; reason: string; outOfSync: number; total: number }[];
   nextDelayMs: number;
   deferred: ManagedAnswer["deferred"];
@@ -71,7 +71,9 @@ export async function carryOut(
 }
 
 export function sharesOf(answer: ManagedAnswer): RunReport["shares"] {
-  return Object.fromEntries(answer.brokers.map((b) => [b.id, { eligible: b.eligible, elected: b.elected }]));
+  return Object.fromEntries(
+    answer.brokers.map((b) => [b.id, { gated: b.gated, eligible: b.eligible, elected: b.elected }]),
+  );
 }
 
 export function heldBackOf(answer: ManagedAnswer): RunReport["heldBack"] {

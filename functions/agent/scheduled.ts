@@ -14,9 +14,10 @@ import { snapshotOf } from "./snapshot.ts";
 
 /**
  * `pacer agent --scheduled`: the service's tick decides, the agent only reports and carries out. Every
- * `snapshotIntervalMs` it stores a fresh snapshot (`PUT …/snapshot`) and carries out each decision
- * newer than the last one it saw (`GET …/decisions?after=`), each exactly once: decision ids are
- * remembered, so a decision listed twice is elected once. A decision older than `maxDecisionAgeMs`
+ * `snapshotIntervalMs` it carries out each decision newer than the last one it saw (`GET
+ * …/decisions?after=`), each exactly once (decision ids are remembered, so a decision listed twice is
+ * elected once), and then stores a fresh snapshot (`PUT …/snapshot`). In that order, the snapshot the
+ * next tick decides on already shows the batch just carried out, so no batch is asked for twice. A decision older than `maxDecisionAgeMs`
  * was made on a cluster that has since moved on and is skipped. Decisions made before the agent
  * started are history, not work.
  */
@@ -42,7 +43,6 @@ export async function runScheduledAgent(options: ScheduledOptions): Promise<void
         cursor = history.at(-1)?.decisionId;
         started = true;
       }
-      await options.pacer.putSnapshot(snapshotOf(await options.cluster.read()));
       for (const decision of await options.pacer.decisionsAfter(cursor)) {
         if (seen.has(decision.decisionId)) continue;
         seen.add(decision.decisionId);
@@ -54,6 +54,7 @@ export async function runScheduledAgent(options: ScheduledOptions): Promise<void
         }
         options.observer.run(await carryOutDecision(options, decision));
       }
+      await options.pacer.putSnapshot(snapshotOf(await options.cluster.read()));
       failures = 0;
       await sleep(options.snapshotIntervalMs, options.signal);
     } catch (error) {

@@ -26,7 +26,7 @@ function loadScenario(nameOrPath: string): Scenario {
 
 export class SimulationInputError extends Error {}
 
-async function renderSvg(spec: TopLevelSpec): Promise<string> {
+export async function renderSvg(spec: TopLevelSpec): Promise<string> {
   const view = new vega.View(vega.parse(compile(spec).spec), { renderer: "none" });
   return view.toSVG();
 }

@@ -295,7 +295,7 @@ export interface AgentRunLine {
   atMs: number;
   decisionId?: string;
   elections: { asked: number; done: number; notNeeded: number; failed: Record<string, number> };
-  shares: Record<string, { eligible: number; elected: number }>;
+  shares: Record<string, { gated: boolean; eligible: number; elected: number }>;
   heldBack: { id: number; reason: string }[];
   nextDelayMs: number;
   error?: string;
@@ -353,13 +353,13 @@ export async function runRecovery(options: RecoveryOptions): Promise<RecoveryRes
 export function startAgent(
   cluster: KafkaCluster,
   pacer: Exclude<Pacer, { kind: "kafka-balancer" }>,
-  extraArgs: string[] = [],
+  options: { config?: Record<string, string | number>; args?: string[] } = {},
 ) {
   const dir = mkdtempSync(join(tmpdir(), "pacer-agent-"));
   const configFile = join(dir, "pacing.properties");
   writeFileSync(
     configFile,
-    Object.entries(RECOVERY_PACING)
+    Object.entries(options.config ?? RECOVERY_PACING)
       .map(([k, v]) => `${k}=${v}`)
       .join("\n"),
   );
@@ -378,7 +378,7 @@ export function startAgent(
       "--config",
       configFile,
       "--json",
-      ...extraArgs,
+      ...(options.args ?? []),
     ],
     { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env } },
   );

@@ -1,0 +1,295 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Connection, metadataV12 } from "@platformatic/kafka";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ClusterRead } from "../../functions/agent/snapshot.ts";
+import { snapshotOf } from "../../functions/agent/snapshot.ts";
+import { KafkaAdminClient, parseHostPort } from "../../functions/kafka/admin.ts";
+import { KafkaCluster } from "./cluster.ts";
+import {
+  createEvenTopics,
+  LeadershipWatcher,
+  readPartitions,
+  startAgent,
+  startPacerServe,
+  waitFor,
+} from "./recovery.ts";
+
+/**
+ * The agent's contact with a real Apache Kafka 4.1 cluster: its snapshot against Kafka's own tool,
+ * its elections through ElectLeaders and through Kafka's LeaderElectionCommand, and what it does
+ * when the pacer cannot be reached.
+ */
+
+const TOPICS = ["orders", "payments"];
+let cluster: KafkaCluster;
+let kafka: KafkaAdminClient;
+let scratch: string;
+
+const readCluster = async (): Promise<ClusterRead> => ({
+  brokers: (await kafka.describeCluster()).brokers,
+  partitions: await kafka.describePartitions(),
+  reassigning: await kafka.listReassignments(),
+});
+
+/** Stops a broker with a controlled shutdown and starts it again: leadership stays on the others. */
+async function bounce(id: number): Promise<void> {
+  await cluster.stopBroker(id, "SIGTERM");
+  await cluster.startBroker(id);
+  await waitFor(
+    async () => ((await readPartitions(cluster)).every((p) => p.isr.length === 3) ? true : undefined),
+    60_000,
+    `broker ${id} back in every ISR`,
+  );
+}
+
+const ledBy = async (id: number) =>
+  (await readPartitions(cluster)).filter((p) => TOPICS.includes(p.topic) && p.leader === id).length;
+
+const imbalanced = async () =>
+  (await readPartitions(cluster)).filter((p) => TOPICS.includes(p.topic) && p.leader !== p.replicas[0])
+    .length;
+
+/** `pacer <args>` to completion. */
+function pacer(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ["bin/pacer.js", ...args], { stdio: ["pipe", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (c) => {
+    stdout += c;
+  });
+  child.stderr.on("data", (c) => {
+    stderr += c;
+  });
+  child.stdin.end(input ?? "");
+  return new Promise((resolve) => child.once("exit", (code) => resolve({ code: code ?? 1, stdout, stderr })));
+}
+
+beforeAll(async () => {
+  cluster = await KafkaCluster.start({ brokers: 3 });
+  await createEvenTopics(cluster, TOPICS, 30);
+  kafka = new KafkaAdminClient({ bootstrapServers: cluster.bootstrapServers.split(",") });
+  scratch = mkdtempSync(join(tmpdir(), "pacer-agent-e2e-"));
+});
+
+afterAll(async () => {
+  await kafka?.close();
+  await cluster?.close();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+describe("the agent's snapshot", () => {
+  it("equals what Kafka's own kafka-topics --describe reports for every partition", async () => {
+    const snapshot = snapshotOf(await readCluster());
+    const { code, output } = await cluster.runTool("org.apache.kafka.tools.TopicCommand", [
+      "--bootstrap-server",
+      cluster.bootstrapServers,
+      "--describe",
+    ]);
+    expect(code).toBe(0);
+    const described = [
+      ...output.matchAll(/Topic: (\S+)\s+Partition: (\d+)\s+Leader: (\S+)\s+Replicas: (\S+)\s+Isr: (\S*)/g),
+    ].map(([, topic, partition, leader, replicas, isr]) => ({
+      topic,
+      partition: Number(partition),
+      leader: leader === "none" ? -1 : Number(leader),
+      replicas: (replicas as string).split(",").map(Number),
+      isr: isr ? (isr as string).split(",").map(Number) : [],
+    }));
+    expect(described.filter((p) => TOPICS.includes(p.topic as string)).length).toBe(60);
+    const ours = snapshot.partitions.map(({ topic, partition, leader, replicas, isr }) => ({
+      topic,
+      partition,
+      leader,
+      replicas,
+      isr,
+    }));
+    const key = (p: { topic?: string; partition: number }) =>
+      `${p.topic}/${String(p.partition).padStart(5, "0")}`;
+    const sort = <T extends { topic?: string; partition: number }>(list: T[]) =>
+      [...list].sort((a, b) => key(a).localeCompare(key(b)));
+    expect(sort(ours)).toEqual(sort(described));
+    expect(snapshot.brokers).toEqual(
+      [1, 2, 3].map((id) => ({ id, fenced: false, inControlledShutdown: false })),
+    );
+  });
+
+  it("shows a stopped broker as fenced, while Kafka's Metadata no longer lists it", async () => {
+    await cluster.stopBroker(3, "SIGKILL");
+    try {
+      // The controller fences a broker that stopped heartbeating after broker.session.timeout.ms.
+      const snapshot = await waitFor(
+        async () => {
+          const s = snapshotOf(await readCluster());
+          return s.brokers.find((b) => b.id === 3)?.fenced ? s : undefined;
+        },
+        60_000,
+        "broker 3 fenced",
+      );
+      expect(snapshot.brokers.map((b) => [b.id, b.fenced])).toEqual([
+        [1, false],
+        [2, false],
+        [3, true],
+      ]);
+      const connection = new Connection("pacer-test");
+      const { host, port } = parseHostPort(cluster.bootstrapServers.split(",")[0] as string);
+      await connection.connect(host, port);
+      try {
+        const metadata = await metadataV12.api.async(connection, [], false, false);
+        expect([...metadata.brokers.values()].map((b) => b.nodeId).sort()).toEqual([1, 2]);
+      } finally {
+        await connection.close();
+      }
+    } finally {
+      await cluster.startBroker(3);
+    }
+    await waitFor(
+      async () => ((await readPartitions(cluster)).every((p) => p.isr.length === 3) ? true : undefined),
+      60_000,
+      "broker 3 back in every ISR",
+    );
+  });
+});
+
+describe("elections on the real cluster", () => {
+  it("an answer's kafkaLeaderElection file is accepted by Kafka's LeaderElectionCommand and elects exactly those", async () => {
+    await bounce(2);
+    expect(await ledBy(2)).toBe(0);
+    const snapshot = snapshotOf(await readCluster());
+    const request = { snapshot, config: { "leader.imbalance.election.max.per.run": 7 } };
+    const evaluated = await pacer(["evaluate", "-"], JSON.stringify(request));
+    expect(evaluated.code).toBe(0);
+    const answer = JSON.parse(evaluated.stdout) as {
+      elections: { topic: string; partition: number; leader: number }[];
+      kafkaLeaderElection: { partitions: { topic: string; partition: number }[] };
+    };
+    expect(answer.elections.length).toBe(7);
+    const file = join(scratch, "election.json");
+    writeFileSync(file, JSON.stringify(answer.kafkaLeaderElection));
+    const tool = await cluster.runTool("org.apache.kafka.tools.LeaderElectionCommand", [
+      "--bootstrap-server",
+      cluster.bootstrapServers,
+      "--election-type",
+      "preferred",
+      "--path-to-json-file",
+      file,
+    ]);
+    expect(tool.output).toContain("Successfully completed leader election (PREFERRED) for partitions");
+    expect(tool.code).toBe(0);
+    const after = await readPartitions(cluster);
+    const elected = new Set(answer.elections.map((e) => `${e.topic}-${e.partition}`));
+    for (const p of after.filter((p) => TOPICS.includes(p.topic) && p.replicas[0] === 2)) {
+      expect(p.leader === 2).toBe(elected.has(`${p.topic}-${p.partition}`));
+    }
+  });
+
+  it("ElectLeaders reports done, not needed and not available per partition", async () => {
+    const partitions = await readPartitions(cluster);
+    const led = partitions.find((p) => TOPICS.includes(p.topic) && p.leader === p.replicas[0]) as {
+      topic: string;
+      partition: number;
+    };
+    const results = await kafka.electPreferred([
+      { topic: led.topic, partition: led.partition },
+      { topic: "no-such-topic", partition: 0 },
+    ]);
+    expect(results.find((r) => r.topic === led.topic)?.errorCode).toBe(84);
+    expect(results.find((r) => r.topic === "no-such-topic")?.errorCode).toBe(3);
+  });
+
+  it("with the pacer unreachable, the agent elects nothing and leadership does not move", async () => {
+    await bounce(1);
+    expect(await ledBy(1)).toBe(0);
+    const watcher = new LeadershipWatcher(cluster, TOPICS);
+    // A port nothing listens on.
+    const closed = await startPacerServe();
+    await closed.stop();
+    const agent = startAgent(cluster, { kind: "agent-serve", url: closed.url, clusterId: "e2e" });
+    try {
+      await waitFor(
+        async () => (agent.runs().filter((r) => r.error).length >= 3 ? true : undefined),
+        60_000,
+        "3 failed runs",
+      );
+    } finally {
+      await agent.stop();
+      await watcher.stop();
+    }
+    expect(agent.runs().every((r) => r.error !== undefined && r.elections.asked === 0)).toBe(true);
+    expect(watcher.moves).toEqual([]);
+    expect(await ledBy(1)).toBe(0);
+    // --once reports the failure in its exit status, for cron.
+    const once = await pacer([
+      "agent",
+      "--bootstrap-server",
+      cluster.bootstrapServers,
+      "--pacer-url",
+      closed.url,
+      "--cluster-id",
+      "e2e",
+      "--once",
+    ]);
+    expect(once.code).toBe(1);
+    expect(once.stdout).toContain("run failed, nothing elected");
+  });
+
+  it("--dry-run prints the batch and elects nothing; --once then elects it", async () => {
+    const dataDir = join(scratch, "dry");
+    const args = [
+      "agent",
+      "--bootstrap-server",
+      cluster.bootstrapServers,
+      "--embedded",
+      "--data-dir",
+      dataDir,
+      "--once",
+    ];
+    const before = await imbalanced();
+    expect(before).toBeGreaterThanOrEqual(20);
+    const dry = await pacer([...args, "--dry-run"]);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toContain(`asked ${before} (dry run: nothing elected)`);
+    expect(await imbalanced()).toBe(before);
+    const real = await pacer(args);
+    expect(real.code).toBe(0);
+    expect(real.stdout).toContain(`asked ${before}, done ${before}, not needed 0, failed 0`);
+    expect(await imbalanced()).toBe(0);
+  });
+
+  it("--scheduled stores snapshots and carries out each of the service's tick decisions once", async () => {
+    await bounce(3);
+    expect(await ledBy(3)).toBe(0);
+    const before = await imbalanced();
+    const serve = await startPacerServe({ PACER_TICK_SECONDS: "2" });
+    const agent = startAgent(
+      cluster,
+      { kind: "agent-serve", url: serve.url, clusterId: "e2e-scheduled" },
+      {
+        config: {
+          "leader.imbalance.election.max.per.run": 4,
+          "leader.imbalance.election.throttle.interval.ms": 1000,
+        },
+        args: ["--scheduled", "--snapshot-interval-ms", "500"],
+      },
+    );
+    try {
+      await waitFor(
+        async () => ((await ledBy(3)) === 20 ? true : undefined),
+        120_000,
+        "broker 3 leading its 20",
+      );
+    } finally {
+      await agent.stop();
+      await serve.stop();
+    }
+    const runs = agent.runs().filter((r) => r.decisionId);
+    const ids = runs.map((r) => r.decisionId);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(runs.reduce((n, r) => n + r.elections.done, 0)).toBe(before);
+    // Paced by the service's config: at most 4 per decision.
+    for (const run of runs) expect(run.elections.asked).toBeLessThanOrEqual(4);
+    expect(runs.filter((r) => r.elections.asked > 0).length).toBeGreaterThanOrEqual(Math.ceil(before / 4));
+  });
+});
