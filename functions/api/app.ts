@@ -40,7 +40,7 @@ export interface AppOptions {
   metricsText?: () => Promise<string>;
 }
 
-type Env = { Variables: { patterns: RegExp[] | undefined } };
+type Env = { Variables: { patterns: RegExp[] | undefined; fleetScoped: boolean } };
 
 const DAY_MS = 86_400_000;
 export const DECISION_TTL_MS = 7 * DAY_MS;
@@ -141,12 +141,13 @@ export function createApp(options: AppOptions): Hono<Env> {
   // Auth: /healthz and /openapi.json are open; everything under /v1 needs a token when auth is on.
   app.use("/v1/*", async (c, next) => {
     if (!auth) return next();
-    const patterns = auth.patternsOf(c.req.header("authorization"));
-    if (!patterns) {
+    const scope = auth.scopeOf(c.req.header("authorization"));
+    if (!scope) {
       c.header("www-authenticate", 'Bearer realm="leadership-pacer"');
       return send(c, problem("unauthorized", "Send Authorization: Bearer <token>"));
     }
-    c.set("patterns", patterns);
+    c.set("patterns", scope.patterns);
+    c.set("fleetScoped", scope.fleet);
     return next();
   });
   app.use("/v1/clusters/:clusterId/*", async (c, next) => {
@@ -275,6 +276,15 @@ export function createApp(options: AppOptions): Hono<Env> {
   });
 
   app.put("/v1/fleet/config", async (c) => {
+    if (auth && !c.get("fleetScoped")) {
+      return send(
+        c,
+        problem(
+          "forbidden",
+          'The fleet config changes every cluster: it needs a token whose scope is "*" or "@fleet"',
+        ),
+      );
+    }
     const body = await readJsonBody(c.req.raw, maxBodyBytes);
     if (!body.ok) return send(c, body.problem);
     const config = validateWith(ConfigOverridesSchema, body.value);

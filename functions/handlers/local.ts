@@ -23,7 +23,22 @@ export interface LocalServerOptions {
   maxBodyBytes: number;
   /** Seconds between ticks of the local schedule; 0 = no ticks. */
   tickSeconds: number;
+  /** Socket timeouts; see {@link SOCKET_TIMEOUTS}. */
+  timeouts?: Partial<typeof SOCKET_TIMEOUTS>;
 }
+
+/**
+ * Idle keep-alive connections live longer than the idle timeouts of the load balancers and SDKs in
+ * front (60 s for AWS's), so the server never closes one a client is about to reuse. A client gets
+ * 30 s to send its headers and 120 s for the whole request (an 8 MiB body at 70 KB/s): a slow-loris
+ * client cannot hold a socket for longer. Node checks these every `checkIntervalMs`.
+ */
+export const SOCKET_TIMEOUTS = {
+  keepAliveMs: 65_000,
+  headersMs: 30_000,
+  requestMs: 120_000,
+  checkIntervalMs: 5_000,
+};
 
 export interface LocalServer {
   url: string;
@@ -61,11 +76,23 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     observer: metrics,
     metricsText: () => metrics.text(),
   });
+  const timeouts = { ...SOCKET_TIMEOUTS, ...options.timeouts };
   const ticker = options.tickSeconds > 0 ? startTicker(store, metrics, options.tickSeconds) : undefined;
 
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
-    const started = serve({ fetch: app.fetch, port: options.port, hostname: options.host }, () =>
-      resolve(started),
+    const started = serve(
+      {
+        fetch: app.fetch,
+        port: options.port,
+        hostname: options.host,
+        serverOptions: {
+          keepAliveTimeout: timeouts.keepAliveMs,
+          headersTimeout: timeouts.headersMs,
+          requestTimeout: timeouts.requestMs,
+          connectionsCheckingInterval: timeouts.checkIntervalMs,
+        },
+      },
+      () => resolve(started),
     );
   });
   const { port } = server.address() as AddressInfo;

@@ -108,7 +108,9 @@ function applyGate(
   const outcomes = new Map<number, BrokerOutcome>();
   for (const id of brokersInScope(tally, state)) {
     const brokerTally = tally.brokers.get(id);
-    const active = brokerTally?.activity === "active";
+    // Rule 0 asks whether the broker is listed, unfenced and not shutting down; a broker whose
+    // leadership came back by other means has no group and is still active.
+    const active = tally.activityOf(id) === "active";
     const step: GateStep = waitForSync
       ? stepGate({
           entry: entries.get(id),

@@ -31,8 +31,10 @@ export const dispositionCode = (d: Disposition): number => DISPOSITIONS.indexOf(
 export const dispositionOf = (code: number): Disposition => DISPOSITIONS[code - 1] as Disposition;
 
 export interface SnapshotTally {
-  /** Every broker that is a preferred replica of some partition, or listed, by id. */
+  /** Every broker that is the preferred replica of some listed partition, by id. */
   brokers: Map<number, BrokerTally>;
+  /** Whether a broker is active comes from the snapshot's broker list, whether or not it has a group. */
+  activityOf(id: number): BrokerActivity;
   imbalancedCount: number;
   /** Per snapshot index; eligible partitions are left for the run to decide. Only when explaining. */
   codes: Uint8Array | null;
@@ -86,5 +88,5 @@ export function tallySnapshot(snapshot: Snapshot, explain: boolean): SnapshotTal
     if (reason === null) tally.eligible.push(index);
     else if (codes) codes[index] = dispositionCode(reason);
   });
-  return { brokers, imbalancedCount, codes };
+  return { brokers, activityOf: (id) => activityOf(listed.get(id)), imbalancedCount, codes };
 }

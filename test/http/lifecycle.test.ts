@@ -153,7 +153,7 @@ describe("bearer-token auth", () => {
   let server: Awaited<ReturnType<typeof openServer>>;
   beforeAll(async () => {
     server = await openServer("dynalite", {
-      auth: new TokenAuth({ "team-a": ["prod-a-*"], ops: ["*"] }),
+      auth: new TokenAuth({ "team-a": ["prod-a-*"], ops: ["*"], platform: ["@fleet"] }),
     });
   });
   afterAll(() => server.close());
@@ -192,10 +192,36 @@ describe("bearer-token auth", () => {
     expect(listed.json.clusters.map((c: { clusterId: string }) => c.clusterId)).toEqual(["prod-a-1"]);
   });
 
+  it("lets only a fleet-wide token (* or @fleet) change the fleet config, which every cluster inherits", async () => {
+    const before = (await call(`${server.url}/v1/fleet/config`, { headers: as("team-a") })).json;
+    const scoped = await call(`${server.url}/v1/fleet/config`, {
+      method: "PUT",
+      body: { "leader.imbalance.election.max.per.run": 1 },
+      headers: as("team-a"),
+    });
+    expect(scoped.status).toBe(403);
+    expect(scoped.json.detail).toContain('"*" or "@fleet"');
+    expect((await call(`${server.url}/v1/fleet/config`, { headers: as("team-a") })).json).toEqual(before);
+    for (const token of ["ops", "platform"]) {
+      const put = await call(`${server.url}/v1/fleet/config`, {
+        method: "PUT",
+        body: { "leader.imbalance.election.max.per.run": 500 },
+        headers: as(token),
+      });
+      expect(put.status).toBe(200);
+    }
+    // @fleet is a scope, not a cluster glob: it reaches no cluster.
+    expect((await call(`${server.url}/v1/clusters/prod-a-1`, { headers: as("platform") })).status).toBe(403);
+    await call(`${server.url}/v1/fleet/config`, { method: "PUT", body: before.config, headers: as("ops") });
+  });
+
   it("reads tokens from PACER_TOKENS", () => {
-    const auth = TokenAuth.fromEnvironment({ PACER_TOKENS: "t1=prod-*,stage-?; t2=*" });
-    expect(auth?.patternsOf("Bearer t1")?.map(String)).toEqual(["/^prod-.*$/", "/^stage-.$/"]);
-    expect(auth?.patternsOf("Bearer t3")).toBeUndefined();
+    const auth = TokenAuth.fromEnvironment({ PACER_TOKENS: "t1=prod-*,stage-?; t2=*; t3=@fleet" });
+    expect(auth?.scopeOf("Bearer t1")?.patterns.map(String)).toEqual(["/^prod-.*$/", "/^stage-.$/"]);
+    expect(auth?.scopeOf("Bearer t1")?.fleet).toBe(false);
+    expect(auth?.scopeOf("Bearer t2")?.fleet).toBe(true);
+    expect(auth?.scopeOf("Bearer t3")).toEqual({ patterns: [], fleet: true });
+    expect(auth?.scopeOf("Bearer t4")).toBeUndefined();
   });
 });
 

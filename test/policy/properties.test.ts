@@ -120,6 +120,32 @@ describe("policy invariants", () => {
     );
   });
 
+  it("takes a broker's activity from the snapshot's broker list, never from whether it has a group (rule 0)", () => {
+    fc.assert(
+      fc.property(configArb, stepsArb, (config, steps) => {
+        const waitForSync = config["leader.imbalance.election.algorithm"] === "wait-for-sync";
+        for (const { snapshot, prior, answer } of runSequence(config, steps)) {
+          if (answer.deferred !== null) continue;
+          const listed = new Map(snapshot.brokers.map((b) => [b.id, b]));
+          const isActive = (id: number) => {
+            const broker = listed.get(id);
+            return broker !== undefined && !broker.fenced && !broker.inControlledShutdown;
+          };
+          for (const row of answer.brokers) expect(row.reason === "inactive").toBe(!isActive(row.id));
+          if (!waitForSync) continue;
+          // An active broker's episode goes on (same gatedSinceMs) until released or let through.
+          for (const entry of prior.brokers.filter((e) => isActive(e.id))) {
+            const row = answer.brokers.find((r) => r.id === entry.id);
+            const kept = answer.state.brokers.find((e) => e.id === entry.id);
+            if (kept) expect(kept.gatedSinceMs).toBe(entry.gatedSinceMs);
+            else expect(["released", "max-wait-expired"]).toContain(row?.reason);
+          }
+        }
+      }),
+      RUNS,
+    );
+  });
+
   it("gives every imbalanced partition exactly one disposition, and the counts add up", () => {
     fc.assert(
       fc.property(configArb, stepsArb, (config, steps) => {

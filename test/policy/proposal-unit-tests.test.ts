@@ -193,6 +193,45 @@ describe("hysteresis", () => {
   });
 });
 
+describe("rule 0: activity comes from the broker list, not from having a group", () => {
+  it("keeps counting clear runs for a listed, unfenced broker whose group is empty, and keeps its gatedSinceMs", () => {
+    const behind = snapshotOf(preferredPartitionsOf(1, 10, { outOfSync: 5 }));
+    // Its leadership came back by other means: nothing is imbalanced, broker 1 is still listed.
+    const noGroup = snapshotOf([], behind.brokers);
+    const answers = runSeries(
+      [
+        { snapshot: behind, nowMs: 0 },
+        { snapshot: noGroup, nowMs: 1000 },
+        { snapshot: noGroup, nowMs: 2000 },
+      ],
+      WAIT_FOR_SYNC,
+    );
+    expect(rowOf(answers[1]!, 1)).toMatchObject({
+      gated: true,
+      reason: "hysteresis",
+      clearRuns: 1,
+      gatedSinceMs: 0,
+    });
+    expect(answers[1]!.state.brokers).toEqual([{ id: 1, gatedSinceMs: 0, clearRuns: 1 }]);
+    expect(rowOf(answers[2]!, 1)).toMatchObject({ gated: false, reason: "released" });
+    expect(answers[2]!.state.brokers).toEqual([]);
+  });
+
+  it("keeps the max-wait clock of a broker that falls behind again after an empty-group run", () => {
+    const behind = snapshotOf(preferredPartitionsOf(1, 10, { outOfSync: 5 }));
+    const noGroup = snapshotOf([], behind.brokers);
+    const answers = runSeries(
+      [
+        { snapshot: behind, nowMs: 0 },
+        { snapshot: noGroup, nowMs: 1000 },
+        { snapshot: behind, nowMs: 2000 },
+      ],
+      { ...WAIT_FOR_SYNC, "leader.imbalance.election.wait.for.sync.max.wait.ms": 60_000 },
+    );
+    expect(rowOf(answers[2]!, 1)).toMatchObject({ gated: true, reason: "over-threshold", gatedSinceMs: 0 });
+  });
+});
+
 describe("round-robin selection", () => {
   it("gives each of two brokers with 1,000 imbalanced partitions 100 ± 1 of a 200 cap", () => {
     const snapshot = snapshotOf([

@@ -4,7 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inject } from "vitest";
 import type { TokenAuth } from "../../functions/api/auth.ts";
-import { type LocalServer, startLocalServer } from "../../functions/handlers/local.ts";
+import {
+  type LocalServer,
+  type LocalServerOptions,
+  startLocalServer,
+} from "../../functions/handlers/local.ts";
 import { dynamoClient, ensureTable } from "../../functions/store/client.ts";
 import { DynamoStore } from "../../functions/store/dynamo-store.ts";
 import { startEmbeddedStore } from "../../functions/store/embedded.ts";
@@ -41,7 +45,7 @@ export async function openStore(kind: StoreKind): Promise<TestStore> {
 /** The local server, listening on a free port, on a fresh table of the given kind. */
 export async function openServer(
   kind: StoreKind,
-  options: { auth?: TokenAuth; maxBodyBytes?: number } = {},
+  options: { auth?: TokenAuth; maxBodyBytes?: number; timeouts?: LocalServerOptions["timeouts"] } = {},
 ): Promise<LocalServer & { store: DynamoStore }> {
   const backing = await openStore(kind);
   const server = await startLocalServer({
@@ -53,6 +57,7 @@ export async function openServer(
     auth: options.auth,
     maxBodyBytes: options.maxBodyBytes ?? 8 * 1024 * 1024,
     tickSeconds: 0,
+    timeouts: options.timeouts,
   });
   return {
     ...server,
