@@ -31,9 +31,11 @@ export function pointer(base: string, ...segments: (string | number)[]): string 
 export function problemsFromZod(error: z.ZodError, base = ""): InputProblem[] {
   const problems: InputProblem[] = [];
   for (const issue of error.issues) {
+    if (problems.length >= MAX_LISTED_PROBLEMS) break;
     const at = pointer(base, ...(issue.path as (string | number)[]));
     if (issue.code === "unrecognized_keys") {
-      for (const key of issue.keys) {
+      // A suggestion costs a string distance per known key: only for the keys that are listed.
+      for (const key of issue.keys.slice(0, MAX_LISTED_PROBLEMS - problems.length)) {
         // Only configuration keys are dotted, so only they get a suggestion.
         const suggestion = key.includes(".") ? suggestConfigKey(key) : undefined;
         problems.push({
@@ -75,6 +77,7 @@ export const PROBLEM_TYPES = {
   "payload-too-large": { status: 413, title: "The body is too large" },
   "unsupported-media-type": { status: 415, title: "The body must be application/json" },
   "store-unavailable": { status: 503, title: "The state store is unavailable; no elections" },
+  "store-rejected": { status: 507, title: "The state store refused the write; no elections" },
 } as const;
 export type ProblemType = keyof typeof PROBLEM_TYPES;
 

@@ -1,9 +1,18 @@
 import * as z from "zod";
-import { type InputProblem, MAX_LISTED_PROBLEMS, pointer, type Validated, validateWith } from "./problems.ts";
+import { type InputProblem, MAX_LISTED_PROBLEMS, pointer, type Validated } from "./problems.ts";
 
 /** The cluster snapshot (SPEC §3): brokers and partitions as a controller sees them. */
 
-const BrokerId = z.number().int().min(0).max(2_147_483_647);
+/**
+ * Limits of one snapshot. 2,000 brokers keep a cluster's state (a gate entry per broker) far below
+ * DynamoDB's 400 KB item, so no valid snapshot can lock its cluster out; Kafka's largest clusters run
+ * a few hundred. Replica lists are bounded for the same reason. Partitions are bounded by the body.
+ */
+export const MAX_BROKERS = 2_000;
+export const MAX_REPLICAS = 32;
+const MAX_ID = 2_147_483_647;
+
+const BrokerId = z.number().int().min(0).max(MAX_ID);
 
 /** Kafka's topic name rule: 1–249 of [a-zA-Z0-9._-], and not "." or "..". */
 const TOPIC_NAME = /^(?!\.\.?$)[a-zA-Z0-9._-]{1,249}$/;
@@ -32,17 +41,18 @@ export const Partition = z
     replicas: z
       .array(BrokerId)
       .min(1, "replicas must not be empty")
+      .max(MAX_REPLICAS)
       .describe("replicas[0] is the preferred replica"),
-    isr: z.array(BrokerId),
+    isr: z.array(BrokerId).max(MAX_REPLICAS),
     leader: z.number().int().min(-1).max(2_147_483_647).describe("-1: no leader"),
-    elr: z.array(BrokerId).optional().describe("eligible leader replicas (KIP-966)"),
+    elr: z.array(BrokerId).max(MAX_REPLICAS).optional().describe("eligible leader replicas (KIP-966)"),
     reassigning: z.boolean().optional(),
     deleting: z.boolean().optional(),
   })
   .meta({ id: "Partition" });
 export type Partition = z.infer<typeof Partition>;
 
-const SnapshotShape = z.object({ brokers: z.array(Broker), partitions: z.array(Partition) });
+const SnapshotShape = z.object({ brokers: z.array(Broker).max(MAX_BROKERS), partitions: z.array(Partition) });
 
 export const Snapshot = SnapshotShape.meta({
   id: "Snapshot",
@@ -51,28 +61,53 @@ export const Snapshot = SnapshotShape.meta({
 });
 export type Snapshot = z.infer<typeof Snapshot>;
 
-function hasDuplicate(ids: readonly number[]): boolean {
-  for (let i = 1; i < ids.length; i++) {
-    for (let j = 0; j < i; j++) if (ids[i] === ids[j]) return true;
+/**
+ * Marks broker ids, a generation at a time, so that duplicate and subset checks cost one pass per list
+ * with no allocation: ids below 65,536 (nearly all of them) in a typed array, others in a map.
+ */
+class IdMarks {
+  private readonly small = new Uint32Array(1 << 16);
+  private readonly large = new Map<number, number>();
+  private generation = 0;
+
+  /** Forgets every mark. */
+  clear(): void {
+    this.generation++;
   }
-  return false;
+
+  /** Marks `id`; true if it was already marked since the last clear. */
+  mark(id: number): boolean {
+    const seen = this.has(id);
+    if (id < 65_536) this.small[id] = this.generation;
+    else this.large.set(id, this.generation);
+    return seen;
+  }
+
+  has(id: number): boolean {
+    return (id < 65_536 ? this.small[id] : this.large.get(id)) === this.generation;
+  }
 }
 
 /** The rules of §3 that relate fields to each other, checked in one pass after the shape. */
 function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
   const problems: InputProblem[] = [];
-  const report = (at: string, detail: string) => {
-    if (problems.length < MAX_LISTED_PROBLEMS) problems.push({ pointer: at, detail });
+  // A pointer and a message are built only while the list has room.
+  const report = (at: () => string, detail: () => string) => {
+    if (problems.length < MAX_LISTED_PROBLEMS) problems.push({ pointer: at(), detail: detail() });
   };
 
   const brokerIds = new Set<number>();
   const partitionsPerPreferred = new Map<number, number>();
   snapshot.brokers.forEach((broker, i) => {
     if (brokerIds.has(broker.id))
-      report(pointer(base, "brokers", i, "id"), `duplicate broker id ${broker.id}`);
+      report(
+        () => pointer(base, "brokers", i, "id"),
+        () => `duplicate broker id ${broker.id}`,
+      );
     brokerIds.add(broker.id);
   });
 
+  const marks = new IdMarks();
   const partitionsByTopic = new Map<string, Set<number>>();
   const { partitions } = snapshot;
   for (let i = 0; i < partitions.length; i++) {
@@ -83,20 +118,41 @@ function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
       partitionsByTopic.set(p.topic, seen);
     }
     if (seen.has(p.partition)) {
-      report(pointer(base, "partitions", i), `duplicate partition ${p.topic}-${p.partition}`);
+      report(
+        () => pointer(base, "partitions", i),
+        () => `duplicate partition ${p.topic}-${p.partition}`,
+      );
     }
     seen.add(p.partition);
 
-    if (hasDuplicate(p.replicas)) report(pointer(base, "partitions", i, "replicas"), "duplicate replica id");
-    if (hasDuplicate(p.isr)) report(pointer(base, "partitions", i, "isr"), "duplicate id in isr");
-    for (const id of p.isr) {
-      if (!p.replicas.includes(id)) {
-        report(pointer(base, "partitions", i, "isr"), `isr member ${id} is not a replica`);
-        break;
-      }
-    }
+    marks.clear();
+    let duplicateReplica = false;
+    for (const id of p.replicas) duplicateReplica = marks.mark(id) || duplicateReplica;
+    // The replicas are marked now: an isr member without a mark is not a replica.
+    const stranger = p.isr.find((id) => !marks.has(id));
+    marks.clear();
+    let duplicateInIsr = false;
+    for (const id of p.isr) duplicateInIsr = marks.mark(id) || duplicateInIsr;
+    if (duplicateReplica)
+      report(
+        () => pointer(base, "partitions", i, "replicas"),
+        () => "duplicate replica id",
+      );
+    if (duplicateInIsr)
+      report(
+        () => pointer(base, "partitions", i, "isr"),
+        () => "duplicate id in isr",
+      );
+    if (stranger !== undefined)
+      report(
+        () => pointer(base, "partitions", i, "isr"),
+        () => `isr member ${stranger} is not a replica`,
+      );
     if (p.leader !== -1 && !p.replicas.includes(p.leader)) {
-      report(pointer(base, "partitions", i, "leader"), `leader ${p.leader} is neither -1 nor a replica`);
+      report(
+        () => pointer(base, "partitions", i, "leader"),
+        () => `leader ${p.leader} is neither -1 nor a replica`,
+      );
     }
     if (!p.reassigning && !p.deleting) {
       const preferred = p.replicas[0] as number;
@@ -108,8 +164,9 @@ function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
     const listed = partitionsPerPreferred.get(broker.id) ?? 0;
     if (broker.preferredCount !== undefined && broker.preferredCount < listed) {
       report(
-        pointer(base, "brokers", i, "preferredCount"),
-        `preferredCount ${broker.preferredCount} is less than the ${listed} partitions listed with preferred replica ${broker.id} (not reassigning or deleting)`,
+        () => pointer(base, "brokers", i, "preferredCount"),
+        () =>
+          `preferredCount ${broker.preferredCount} is less than the ${listed} partitions listed with preferred replica ${broker.id} (not reassigning or deleting)`,
       );
     }
   });
@@ -117,11 +174,14 @@ function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
 }
 
 const isId = (v: unknown): v is number =>
-  typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 2_147_483_647;
+  typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= MAX_ID;
 const isOptionalBoolean = (v: unknown) => v === undefined || typeof v === "boolean";
-const isIdArray = (v: unknown): v is number[] => Array.isArray(v) && v.every(isId);
+const isIdList = (v: unknown): v is number[] => Array.isArray(v) && v.length <= MAX_REPLICAS && v.every(isId);
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
+const isPreferredCount = (v: unknown) =>
+  v === undefined || (typeof v === "number" && Number.isSafeInteger(v) && v >= 0);
+const isLeader = (v: unknown) => typeof v === "number" && Number.isInteger(v) && v >= -1 && v <= MAX_ID;
 
 function isWellFormedBroker(b: unknown): boolean {
   return (
@@ -129,10 +189,7 @@ function isWellFormedBroker(b: unknown): boolean {
     isId(b.id) &&
     isOptionalBoolean(b.fenced) &&
     isOptionalBoolean(b.inControlledShutdown) &&
-    (b.preferredCount === undefined ||
-      (typeof b.preferredCount === "number" &&
-        Number.isSafeInteger(b.preferredCount) &&
-        b.preferredCount >= 0))
+    isPreferredCount(b.preferredCount)
   );
 }
 
@@ -142,14 +199,11 @@ function isWellFormedPartition(p: unknown): boolean {
     typeof p.topic === "string" &&
     TOPIC_NAME.test(p.topic) &&
     isId(p.partition) &&
-    isIdArray(p.replicas) &&
+    isIdList(p.replicas) &&
     p.replicas.length > 0 &&
-    isIdArray(p.isr) &&
-    typeof p.leader === "number" &&
-    Number.isInteger(p.leader) &&
-    p.leader >= -1 &&
-    p.leader <= 2_147_483_647 &&
-    (p.elr === undefined || isIdArray(p.elr)) &&
+    isIdList(p.isr) &&
+    isLeader(p.leader) &&
+    (p.elr === undefined || isIdList(p.elr)) &&
     isOptionalBoolean(p.reassigning) &&
     isOptionalBoolean(p.deleting)
   );
@@ -158,23 +212,108 @@ function isWellFormedPartition(p: unknown): boolean {
 /**
  * The shape of {@link Snapshot}, checked in place. Snapshots run to a million partitions, and the zod
  * parse copies every object: this check accepts exactly what the schema accepts (a property test holds
- * them together) and the schema is consulted only to describe what is wrong.
+ * them together).
  */
 export function isWellFormedSnapshot(input: unknown): input is Snapshot {
   return (
     isObject(input) &&
     Array.isArray(input.brokers) &&
+    input.brokers.length <= MAX_BROKERS &&
     input.brokers.every(isWellFormedBroker) &&
     Array.isArray(input.partitions) &&
     input.partitions.every(isWellFormedPartition)
   );
 }
 
+const ID_RULE = `an integer 0–${MAX_ID}`;
+
+/** One element of an id list; the list itself is checked by the caller. */
+function idListProblems(list: unknown, at: string, report: (at: string, detail: string) => boolean) {
+  if (!Array.isArray(list)) return report(at, "expected an array of broker ids");
+  if (list.length > MAX_REPLICAS) return report(at, `at most ${MAX_REPLICAS} ids`);
+  for (let k = 0; k < list.length; k++) {
+    if (!isId(list[k]) && !report(`${at}/${k}`, `expected a broker id, ${ID_RULE}`)) return false;
+  }
+  return true;
+}
+
+/**
+ * What is wrong with the shape of a snapshot that {@link isWellFormedSnapshot} refused: one loop over
+ * the data, no recursion, stopping at {@link MAX_LISTED_PROBLEMS}, so a hostile body costs no more
+ * to refuse than to read.
+ */
+export function snapshotShapeProblems(input: unknown, base = ""): InputProblem[] {
+  const problems: InputProblem[] = [];
+  /** Records a problem; false once the list is full, to stop the walk. */
+  const report = (at: string, detail: string) => {
+    problems.push({ pointer: at, detail });
+    return problems.length < MAX_LISTED_PROBLEMS;
+  };
+  if (!isObject(input)) {
+    report(base, "expected an object { brokers, partitions }");
+    return problems;
+  }
+  const { brokers, partitions } = input;
+  if (!Array.isArray(brokers)) {
+    if (!report(pointer(base, "brokers"), "expected an array of brokers")) return problems;
+  } else if (brokers.length > MAX_BROKERS) {
+    if (!report(pointer(base, "brokers"), `at most ${MAX_BROKERS} brokers`)) return problems;
+  } else {
+    for (let i = 0; i < brokers.length; i++) {
+      const b = brokers[i];
+      const at = pointer(base, "brokers", i);
+      if (!isObject(b)) {
+        if (!report(at, "expected a broker object { id, fenced?, inControlledShutdown?, preferredCount? }"))
+          return problems;
+        continue;
+      }
+      const checks: [boolean, string, string][] = [
+        [isId(b.id), "id", `expected ${ID_RULE}`],
+        [isOptionalBoolean(b.fenced), "fenced", "expected a boolean"],
+        [isOptionalBoolean(b.inControlledShutdown), "inControlledShutdown", "expected a boolean"],
+        [isPreferredCount(b.preferredCount), "preferredCount", "expected a non-negative integer"],
+      ];
+      for (const [ok, field, detail] of checks) if (!ok && !report(`${at}/${field}`, detail)) return problems;
+    }
+  }
+  if (!Array.isArray(partitions)) {
+    report(pointer(base, "partitions"), "expected an array of partitions");
+    return problems;
+  }
+  for (let i = 0; i < partitions.length; i++) {
+    const p = partitions[i];
+    const at = pointer(base, "partitions", i);
+    if (isWellFormedPartition(p)) continue;
+    if (!isObject(p)) {
+      if (!report(at, "expected a partition object { topic, partition, replicas, isr, leader, … }"))
+        return problems;
+      continue;
+    }
+    if (typeof p.topic !== "string" || !TOPIC_NAME.test(p.topic)) {
+      if (!report(`${at}/topic`, "invalid topic name: 1–249 of [a-zA-Z0-9._-], not '.' or '..'"))
+        return problems;
+    }
+    if (!isId(p.partition) && !report(`${at}/partition`, `expected ${ID_RULE}`)) return problems;
+    if (Array.isArray(p.replicas) && p.replicas.length === 0) {
+      if (!report(`${at}/replicas`, "replicas must not be empty")) return problems;
+    } else if (!idListProblems(p.replicas, `${at}/replicas`, report)) return problems;
+    if (!idListProblems(p.isr, `${at}/isr`, report)) return problems;
+    if (p.elr !== undefined && !idListProblems(p.elr, `${at}/elr`, report)) return problems;
+    if (!isLeader(p.leader) && !report(`${at}/leader`, `expected -1 (no leader) or ${ID_RULE}`))
+      return problems;
+    for (const field of ["reassigning", "deleting"]) {
+      if (!isOptionalBoolean(p[field]) && !report(`${at}/${field}`, "expected a boolean")) return problems;
+    }
+  }
+  return problems;
+}
+
 export function validateSnapshot(input: unknown, base = ""): Validated<Snapshot> {
   if (!isWellFormedSnapshot(input)) {
-    const shaped = validateWith(Snapshot, input, base);
-    if (shaped.ok) throw new Error("isWellFormedSnapshot rejected what the Snapshot schema accepts");
-    return { ok: false, problems: shaped.problems.slice(0, MAX_LISTED_PROBLEMS) };
+    const problems = snapshotShapeProblems(input, base);
+    if (problems.length === 0)
+      throw new Error("snapshotShapeProblems found nothing isWellFormedSnapshot refused");
+    return { ok: false, problems };
   }
   const problems = relationalProblems(input, base);
   return problems.length === 0 ? { ok: true, value: input } : { ok: false, problems };

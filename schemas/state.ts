@@ -1,5 +1,6 @@
 import * as z from "zod";
-import { type InputProblem, pointer, type Validated, validateWith } from "./problems.ts";
+import { type InputProblem, MAX_LISTED_PROBLEMS, pointer, type Validated } from "./problems.ts";
+import { MAX_BROKERS } from "./snapshot.ts";
 
 /**
  * What one run hands to the next (SPEC §4): per broker inside a gating episode its gate entry, and
@@ -22,7 +23,7 @@ export type GateEntry = z.infer<typeof GateEntry>;
 
 export const PacerState = z
   .object({
-    brokers: z.array(GateEntry).describe("Brokers inside a gating episode, in ascending id"),
+    brokers: z.array(GateEntry).max(MAX_BROKERS).describe("Brokers inside a gating episode, in ascending id"),
     lastRunAtMs: z.number().int().min(0).nullable().describe("When the last (not deferred) run happened"),
     lastRunCapped: z.boolean().describe("Whether the last run filled max.per.run"),
   })
@@ -31,15 +32,72 @@ export type PacerState = z.infer<typeof PacerState>;
 
 export const INITIAL_STATE: PacerState = { brokers: [], lastRunAtMs: null, lastRunCapped: false };
 
+const isInt = (v: unknown, min: number, max: number): v is number =>
+  typeof v === "number" && Number.isInteger(v) && v >= min && v <= max;
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * A state a client hands back (POST /v1/evaluate), checked in one loop with no recursion and at most
+ * MAX_LISTED_PROBLEMS problems. The value is a fresh copy holding only the known fields, so nothing
+ * else a client sent reaches the next state.
+ */
 export function validateState(input: unknown, base = ""): Validated<PacerState> {
-  const shaped = validateWith(PacerState, input, base);
-  if (!shaped.ok) return shaped;
   const problems: InputProblem[] = [];
-  const seen = new Set<number>();
-  shaped.value.brokers.forEach((entry, i) => {
-    if (seen.has(entry.id))
-      problems.push({ pointer: pointer(base, "brokers", i, "id"), detail: "duplicate broker id" });
-    seen.add(entry.id);
-  });
-  return problems.length === 0 ? shaped : { ok: false, problems };
+  const report = (at: string, detail: string) => {
+    problems.push({ pointer: at, detail });
+    return problems.length < MAX_LISTED_PROBLEMS;
+  };
+  if (!isObject(input)) {
+    report(base, "expected an object { brokers, lastRunAtMs, lastRunCapped }");
+    return { ok: false, problems };
+  }
+  const { brokers, lastRunAtMs, lastRunCapped } = input;
+  if (!(lastRunAtMs === null || isInt(lastRunAtMs, 0, Number.MAX_SAFE_INTEGER)))
+    report(pointer(base, "lastRunAtMs"), "expected null or epoch ms");
+  if (typeof lastRunCapped !== "boolean") report(pointer(base, "lastRunCapped"), "expected a boolean");
+  const entries: GateEntry[] = [];
+  if (!Array.isArray(brokers)) report(pointer(base, "brokers"), "expected an array of gate entries");
+  else if (brokers.length > MAX_BROKERS) report(pointer(base, "brokers"), `at most ${MAX_BROKERS} entries`);
+  else {
+    const seen = new Set<number>();
+    for (let i = 0; i < brokers.length && problems.length < MAX_LISTED_PROBLEMS; i++) {
+      const entry = brokers[i];
+      const at = pointer(base, "brokers", i);
+      if (!isObject(entry)) {
+        report(at, "expected a gate entry { id, gatedSinceMs, clearRuns }");
+        continue;
+      }
+      const { id, gatedSinceMs, clearRuns } = entry;
+      const checks: [boolean, string, string][] = [
+        [isInt(id, 0, 2_147_483_647), "id", "expected a broker id, an integer 0–2147483647"],
+        [isInt(gatedSinceMs, 0, Number.MAX_SAFE_INTEGER), "gatedSinceMs", "expected epoch ms"],
+        [isInt(clearRuns, 0, 1), "clearRuns", "expected 0 or 1"],
+      ];
+      let ok = true;
+      for (const [valid, field, detail] of checks) {
+        if (!valid) {
+          ok = false;
+          if (!report(`${at}/${field}`, detail)) break;
+        }
+      }
+      if (!ok) continue;
+      if (seen.has(id as number)) report(`${at}/id`, "duplicate broker id");
+      seen.add(id as number);
+      entries.push({
+        id: id as number,
+        gatedSinceMs: gatedSinceMs as number,
+        clearRuns: clearRuns as number,
+      });
+    }
+  }
+  if (problems.length > 0) return { ok: false, problems };
+  return {
+    ok: true,
+    value: {
+      brokers: entries,
+      lastRunAtMs: lastRunAtMs as number | null,
+      lastRunCapped: lastRunCapped as boolean,
+    },
+  };
 }

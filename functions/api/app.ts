@@ -8,24 +8,28 @@ import {
   effectiveConfig,
 } from "../../schemas/config.ts";
 import { invalidInput, type ProblemDetails, problem, validateWith } from "../../schemas/problems.ts";
-import { CLUSTER_ID, validateEvaluateRequest, validateManagedRequest } from "../../schemas/request.ts";
+import { CLUSTER_ID, validateManagedRequest } from "../../schemas/request.ts";
 import { validateSnapshot } from "../../schemas/snapshot.ts";
-import { evaluateRequest } from "../policy/request.ts";
 import { SnapshotTooLargeError } from "../store/dynamo-store.ts";
 import {
   type ClusterRecord,
   nextRunDueAtMs,
   type PacerStore,
+  StoreRejectedError,
   StoreUnavailableError,
 } from "../store/store.ts";
 import { mayAccess, type TokenAuth } from "./auth.ts";
-import { readJsonBody } from "./body.ts";
-import { managedRun, type RunObserver } from "./managed-run.ts";
+import { parseJsonBytes, readBodyBytes, readJsonBody } from "./body.ts";
+import heavyWork, { type HeavyResult, type HeavyTask } from "./heavy-work.ts";
+import { inProcess, managedRun, type RunnableRequest, type RunObserver } from "./managed-run.ts";
+import type { Offload } from "./offload.ts";
 import { openApiDocument } from "./openapi.ts";
 import { snapshotIdOf } from "./tick.ts";
 
 export interface AppOptions {
   store: PacerStore;
+  /** Worker threads for large bodies (the local server); absent: everything runs in-process. */
+  offload?: Offload;
   clock?: () => number;
   auth?: TokenAuth;
   /** Request bodies above this many bytes (before or after gzip) get 413. */
@@ -107,14 +111,36 @@ function intParam(c: Context, name: string, fallback: number, max: number): numb
   return value;
 }
 
+/** A managed request that has passed its check, parsed here (small bodies only). */
+function validManagedRequest(bytes: Buffer) {
+  const parsed = parseJsonBytes(bytes);
+  const request = parsed.ok ? validateManagedRequest(parsed.value) : undefined;
+  if (!request?.ok) throw new Error("a checked request no longer validates");
+  return request.value;
+}
+
+/** A large managed request: each attempt runs in a worker on the state the store holds then. */
+function inWorker(offload: Offload, bytes: Buffer): RunnableRequest {
+  return {
+    async run(state, nowMs, context) {
+      const result = await offload.run({ kind: "run-managed", bytes, state, nowMs, context });
+      if (result.kind !== "run") throw new Error(`a checked request failed in its worker: ${result.kind}`);
+      return result.answer;
+    },
+  };
+}
+
 /** The one app behind every entry point: the local server, the Lambda handler, the tests. */
 export function createApp(options: AppOptions): Hono<Env> {
-  const { store, auth } = options;
+  const { store, auth, offload } = options;
   const clock = options.clock ?? Date.now;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const app = new Hono<Env>();
 
   app.onError((error, c) => {
+    if (error instanceof StoreRejectedError) {
+      return send(c, problem("store-rejected", `${error.message}. Leadership stays where it is.`));
+    }
     if (error instanceof StoreUnavailableError) {
       c.header("retry-after", String(options.retryAfterSeconds ?? 5));
       return send(c, problem("store-unavailable", `${error.message}. Leadership stays where it is.`));
@@ -177,13 +203,18 @@ export function createApp(options: AppOptions): Hono<Env> {
     );
   }
 
+  /** Parse, validate and run: in a worker for a large body, here for a small one. */
+  const heavy = (task: HeavyTask): Promise<HeavyResult> | HeavyResult =>
+    offload?.wants(task.bytes.byteLength) ? offload.run(task) : heavyWork(task);
+
   app.post("/v1/evaluate", async (c) => {
-    const body = await readJsonBody(c.req.raw, maxBodyBytes);
+    const body = await readBodyBytes(c.req.raw, maxBodyBytes);
     if (!body.ok) return send(c, body.problem);
-    const request = validateEvaluateRequest(body.value);
-    if (!request.ok) return send(c, invalidInput(request.problems));
     const explain = c.req.query("explain") === "partitions";
-    return send(c, JSON.stringify(evaluateRequest(request.value, { clockMs: clock(), explain })));
+    const result = await heavy({ kind: "evaluate", bytes: body.bytes, clockMs: clock(), explain });
+    if (result.kind === "problem") return send(c, result.problem);
+    if (result.kind !== "answer") throw new Error(`unexpected ${result.kind} from an evaluation`);
+    return send(c, result.body);
   });
 
   app.post("/v1/clusters/:clusterId/evaluate", async (c) => {
@@ -196,11 +227,14 @@ export function createApp(options: AppOptions): Hono<Env> {
         invalidInput([{ pointer: "/header/Idempotency-Key", detail: "must be 1–255 characters" }]),
       );
     }
-    const body = await readJsonBody(c.req.raw, maxBodyBytes);
+    const body = await readBodyBytes(c.req.raw, maxBodyBytes);
     if (!body.ok) return send(c, body.problem);
-    const request = validateManagedRequest(body.value);
-    if (!request.ok) return send(c, invalidInput(request.problems));
-    const response = await managedRun(store, clusterId, request.value, body.bytes, {
+    const checked = await heavy({ kind: "check-managed", bytes: body.bytes });
+    if (checked.kind === "problem") return send(c, checked.problem);
+    const request = offload?.wants(body.bytes.byteLength)
+      ? inWorker(offload, body.bytes)
+      : inProcess(validManagedRequest(body.bytes));
+    const response = await managedRun(store, clusterId, request, body.bytes, {
       clock,
       dryRun: c.req.query("dryRun") === "true",
       explain,

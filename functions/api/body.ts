@@ -1,7 +1,11 @@
-import { gunzipSync } from "node:zlib";
+import { promisify } from "node:util";
+import { gunzip as gunzipCallback } from "node:zlib";
 import { type ProblemDetails, problem } from "../../schemas/problems.ts";
 
 export type BodyResult = { ok: true; value: unknown; bytes: Buffer } | { ok: false; problem: ProblemDetails };
+export type BytesResult = { ok: true; bytes: Buffer } | { ok: false; problem: ProblemDetails };
+
+const gunzip = promisify(gunzipCallback);
 
 const JSON_MEDIA_TYPE = /^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i;
 
@@ -26,6 +30,14 @@ async function readLimited(
  * gzip (413, so a small gzip bomb is refused too), then syntax (400).
  */
 export async function readJsonBody(request: Request, maxBytes: number): Promise<BodyResult> {
+  const body = await readBodyBytes(request, maxBytes);
+  if (!body.ok) return body;
+  const parsed = parseJsonBytes(body.bytes);
+  return parsed.ok ? { ok: true, value: parsed.value, bytes: body.bytes } : parsed;
+}
+
+/** The body's bytes, unzipped (off the event loop) and within the limit; not yet parsed. */
+export async function readBodyBytes(request: Request, maxBytes: number): Promise<BytesResult> {
   const contentType = request.headers.get("content-type") ?? "";
   if (!JSON_MEDIA_TYPE.test(contentType)) {
     return {
@@ -53,7 +65,7 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   if (bytes === null) return { ok: false, problem: tooLarge };
   if (encoding === "gzip") {
     try {
-      bytes = gunzipSync(bytes, { maxOutputLength: maxBytes });
+      bytes = await gunzip(bytes, { maxOutputLength: maxBytes });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE")
         return { ok: false, problem: tooLarge };
@@ -62,8 +74,17 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   }
   if (bytes.length === 0)
     return { ok: false, problem: problem("invalid-json", "The body is empty; a JSON object is required") };
+  return { ok: true, bytes };
+}
+
+export function parseJsonBytes(
+  bytes: Uint8Array,
+): { ok: true; value: unknown } | { ok: false; problem: ProblemDetails } {
   try {
-    return { ok: true, value: JSON.parse(bytes.toString("utf8")), bytes };
+    return {
+      ok: true,
+      value: JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8")),
+    };
   } catch (error) {
     return {
       ok: false,

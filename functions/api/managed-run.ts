@@ -3,8 +3,8 @@ import { setTimeout as delay } from "node:timers/promises";
 import type { RunAnswer } from "../../schemas/answer.ts";
 import { problem } from "../../schemas/problems.ts";
 import type { ValidEvaluateRequest } from "../../schemas/request.ts";
-import { INITIAL_STATE } from "../../schemas/state.ts";
-import { evaluateRequest } from "../policy/request.ts";
+import { INITIAL_STATE, type PacerState } from "../../schemas/state.ts";
+import { evaluateRequest, type RequestContext } from "../policy/request.ts";
 import type { DecisionSummary, IdempotencyClaim, IdempotencyRecord, PacerStore } from "../store/store.ts";
 
 /** A managed run: load the cluster's state, run the pure core, save under optimistic concurrency. */
@@ -45,6 +45,18 @@ export interface ManagedResponse {
 
 const IDEMPOTENCY_LEASE_MS = 30_000;
 
+/**
+ * A validated request, ready to run on whatever state the store holds at each attempt: in this
+ * process, or (a large body, on the local server) in a worker thread that parses it there.
+ */
+export interface RunnableRequest {
+  run(state: PacerState, nowMs: number, context: RequestContext): Promise<RunAnswer> | RunAnswer;
+}
+
+export function inProcess(request: ValidEvaluateRequest): RunnableRequest {
+  return { run: (state, nowMs, context) => evaluateRequest({ ...request, state, nowMs }, context) };
+}
+
 /** Decision ids sort by time, so that "newest first" and `?after=` are key order. */
 export function newDecisionId(nowMs: number): string {
   return `${String(nowMs).padStart(15, "0")}-${randomBytes(4).toString("hex")}`;
@@ -74,7 +86,7 @@ const jittered = (attempt: number) => Math.random() * Math.min(200, 10 * 2 ** at
 export async function managedRun(
   store: PacerStore,
   clusterId: string,
-  request: ValidEvaluateRequest,
+  request: RunnableRequest,
   requestBytes: Buffer,
   options: ManagedRunOptions,
 ): Promise<ManagedResponse> {
@@ -209,7 +221,7 @@ interface RunOptions extends ManagedRunOptions {
 async function runUntilSaved(
   store: PacerStore,
   clusterId: string,
-  request: ValidEvaluateRequest,
+  request: RunnableRequest,
   options: RunOptions,
 ): Promise<ManagedResponse> {
   const sleep = options.sleep ?? delay;
@@ -219,14 +231,11 @@ async function runUntilSaved(
     const cluster = await store.getCluster(clusterId);
     const version = cluster?.version ?? 0;
     const nowMs = options.clock();
-    const answer = evaluateRequest(
-      { ...request, state: cluster?.state ?? INITIAL_STATE, nowMs },
-      {
-        clockMs: nowMs,
-        storedConfig: [fleetConfig, cluster?.config ?? {}],
-        explain: options.explain,
-      },
-    );
+    const answer = await request.run(cluster?.state ?? INITIAL_STATE, nowMs, {
+      clockMs: nowMs,
+      storedConfig: [fleetConfig, cluster?.config ?? {}],
+      explain: options.explain,
+    });
     const decisionId = newDecisionId(nowMs);
     // A deferred run changes nothing, and a dry run saves nothing: both report the stored version.
     const saves = answer.deferred === null && !options.dryRun;

@@ -93,7 +93,7 @@ export function openApiDocument(): Record<string, unknown> {
           requestBody: { required: true, ...json("ManagedEvaluateRequest") },
           responses: {
             200: { description: "The run's answer", ...json("ManagedAnswer") },
-            ...problems(400, 401, 403, 409, 413, 415, 422, 503),
+            ...problems(400, 401, 403, 409, 413, 415, 422, 503, 507),
           },
         },
       },
@@ -179,11 +179,11 @@ export function openApiDocument(): Record<string, unknown> {
           },
         },
         put: {
-          summary: "Replace the fleet's configuration defaults",
+          summary: "Replace the fleet's configuration defaults (a fleet-wide token: * or @fleet)",
           requestBody: { required: true, ...json("ConfigOverrides") },
           responses: {
             200: { description: "The fleet config", ...json("FleetConfigView") },
-            ...problems(400, 401, 415, 503),
+            ...problems(400, 401, 403, 415, 503),
           },
         },
       },

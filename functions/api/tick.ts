@@ -3,7 +3,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { type ConfigOverrides, type EffectiveConfig, effectiveConfig } from "../../schemas/config.ts";
 import { validateSnapshot } from "../../schemas/snapshot.ts";
 import { type ClusterRecord, nextRunDueAtMs, type PacerStore, type TickOutcome } from "../store/store.ts";
-import { type ManagedAnswer, managedRun, type RunObserver } from "./managed-run.ts";
+import { inProcess, type ManagedAnswer, managedRun, type RunObserver } from "./managed-run.ts";
 
 /**
  * The scheduled tick: paces every cluster whose ticking is on, from its stored snapshot, without a
@@ -110,7 +110,7 @@ async function tickCluster(
   const response = await managedRun(
     store,
     clusterId,
-    { snapshot: snapshot.value, config: {}, state: undefined, nowMs: undefined },
+    inProcess({ snapshot: snapshot.value, config: {}, state: undefined, nowMs: undefined }),
     TICK_REQUEST,
     {
       clock,

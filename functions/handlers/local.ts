@@ -4,6 +4,7 @@ import { serve } from "@hono/node-server";
 import { createApp, DECISION_TTL_MS, DEFAULT_MAX_BODY_BYTES, IDEMPOTENCY_TTL_MS } from "../api/app.ts";
 import { TokenAuth } from "../api/auth.ts";
 import type { RunObserver } from "../api/managed-run.ts";
+import { Offload } from "../api/offload.ts";
 import { type DecisionPublisher, runTick } from "../api/tick.ts";
 import { dynamoClient, ensureTable } from "../store/client.ts";
 import { DynamoStore } from "../store/dynamo-store.ts";
@@ -23,9 +24,14 @@ export interface LocalServerOptions {
   maxBodyBytes: number;
   /** Seconds between ticks of the local schedule; 0 = no ticks. */
   tickSeconds: number;
+  /** Bodies of at least this many bytes are parsed and run in a worker thread; 0 = never. */
+  workerMinBytes?: number;
   /** Socket timeouts; see {@link SOCKET_TIMEOUTS}. */
   timeouts?: Partial<typeof SOCKET_TIMEOUTS>;
 }
+
+/** 256 KiB of JSON parses in a few milliseconds: below that, a thread hop costs more than it saves. */
+export const DEFAULT_WORKER_MIN_BYTES = 256 * 1024;
 
 /**
  * Idle keep-alive connections live longer than the idle timeouts of the load balancers and SDKs in
@@ -55,6 +61,7 @@ export function optionsFromEnvironment(env: NodeJS.ProcessEnv): LocalServerOptio
     auth: TokenAuth.fromEnvironment(env),
     maxBodyBytes: Number(env.PACER_MAX_BODY_BYTES ?? DEFAULT_MAX_BODY_BYTES),
     tickSeconds: Number(env.PACER_TICK_SECONDS ?? 60),
+    workerMinBytes: Number(env.PACER_WORKER_MIN_BYTES ?? DEFAULT_WORKER_MIN_BYTES),
   };
 }
 
@@ -69,8 +76,11 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   if (endpoint) await ensureTable(client, options.tableName);
   const store = new DynamoStore(client, options.tableName);
   const metrics = new PrometheusObserver();
+  const workerMinBytes = options.workerMinBytes ?? DEFAULT_WORKER_MIN_BYTES;
+  const offload = workerMinBytes > 0 ? new Offload(workerMinBytes) : undefined;
   const app = createApp({
     store,
+    offload,
     auth: options.auth,
     maxBodyBytes: options.maxBodyBytes,
     observer: metrics,
@@ -101,6 +111,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     close: async () => {
       await ticker?.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await offload?.close();
       client.destroy();
       await embedded?.close();
     },

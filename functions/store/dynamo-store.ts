@@ -24,7 +24,7 @@ import type {
   StoredDecision,
   TickOutcome,
 } from "./store.ts";
-import { StoreUnavailableError } from "./store.ts";
+import { StoreRejectedError, StoreUnavailableError } from "./store.ts";
 import { TABLE } from "./table.ts";
 
 /** DynamoDB holds 400 KB per item: a stored body (gzip'd) goes in pieces of at most this. */
@@ -74,12 +74,17 @@ const num = (item: Record<string, AttributeValue>, name: string) => Number(item[
 const parsed = <T>(item: Record<string, AttributeValue>, name: string, fallback: T): T =>
   item[name]?.S === undefined ? fallback : (JSON.parse(item[name].S) as T);
 
-/** Every failure other than a lost condition means the store is unavailable: the caller fails safe. */
+/**
+ * Store failures, classified: a lost condition is the caller's to handle; a refused request
+ * (ValidationException: too large, invalid) is not worth retrying; everything else (throttling,
+ * timeouts, an unreachable endpoint) is an outage the caller waits out. Either way, no elections.
+ */
 async function guarded<T>(operation: () => Promise<T>): Promise<T> {
   try {
     return await operation();
   } catch (error) {
     if (error instanceof ConditionalCheckFailedException) throw error;
+    if ((error as Error)?.name === "ValidationException") throw new StoreRejectedError(error);
     throw new StoreUnavailableError(error);
   }
 }

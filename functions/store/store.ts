@@ -168,6 +168,18 @@ export interface PacerStore {
   ping(): Promise<void>;
 }
 
+/**
+ * The store refused a write as invalid (DynamoDB's ValidationException: an item over 400 KB, say).
+ * Retrying cannot help, so it is not an outage: the service answers 507 naming the cause, elects
+ * nothing, and a client that retries gets the same answer rather than a 503 forever.
+ */
+export class StoreRejectedError extends Error {
+  constructor(cause: unknown) {
+    super(`the state store refused the write: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    this.name = "StoreRejectedError";
+  }
+}
+
 /** The store could not be read or written: the service answers 503 and elects nothing. */
 export class StoreUnavailableError extends Error {
   constructor(cause: unknown) {

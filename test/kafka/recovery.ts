@@ -278,6 +278,8 @@ export interface RecoveryOptions {
   timeoutMs?: number;
   /** Runs beside the recovery (a latency probe, say); stopped when it ends. */
   during?: () => { stop(): Promise<void> };
+  /** A pause between producing and restarting, so that the brokers' disks settle (and `during` sees a baseline). */
+  settleMs?: number;
 }
 
 export interface RecoveryResult {
@@ -311,6 +313,7 @@ export async function runRecovery(options: RecoveryOptions): Promise<RecoveryRes
   const agent = options.pacer.kind === "kafka-balancer" ? undefined : startAgent(cluster, options.pacer);
   const side = options.during?.();
   try {
+    if (options.settleMs) await new Promise((r) => setTimeout(r, options.settleMs));
     const restartedAtMs = Date.now();
     await Promise.all(restart.map((id) => cluster.startBroker(id)));
     const preferredPerBroker = (topics.length * options.partitionsPerTopic) / cluster.brokerIds().length;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { managedRun } from "../../functions/api/managed-run.ts";
+import { inProcess, managedRun } from "../../functions/api/managed-run.ts";
 import type { PacerStore } from "../../functions/store/store.ts";
 import { preferredPartitionsOf, snapshotOf, WAIT_FOR_SYNC } from "../support/cluster.ts";
 import { openStore, STORE_KINDS, type TestStore } from "../support/stores.ts";
@@ -71,14 +71,26 @@ describe.each(STORE_KINDS)("an idempotent run whose process dies, on %s", (kind)
       const clusterId = `dies-at-${step}`;
       const t0 = 1_796_000_000_000;
       await expect(
-        managedRun(dyingAt(t.store, step), clusterId, request, requestBytes, options(t0)),
+        managedRun(dyingAt(t.store, step), clusterId, inProcess(request), requestBytes, options(t0)),
       ).rejects.toThrow("the process died");
 
       // While the lease holds, a retry is told the first is still running.
-      const early = await managedRun(t.store, clusterId, request, requestBytes, options(t0 + 5_000));
+      const early = await managedRun(
+        t.store,
+        clusterId,
+        inProcess(request),
+        requestBytes,
+        options(t0 + 5_000),
+      );
       expect(early.status).toBe(409);
 
-      const retry = await managedRun(t.store, clusterId, request, requestBytes, options(t0 + 31_000));
+      const retry = await managedRun(
+        t.store,
+        clusterId,
+        inProcess(request),
+        requestBytes,
+        options(t0 + 31_000),
+      );
       expect(retry.status).toBe(200);
       expect(retry.replayed).toBe(saved);
       const answer = JSON.parse(retry.body);
@@ -92,16 +104,34 @@ describe.each(STORE_KINDS)("an idempotent run whose process dies, on %s", (kind)
       expect(decisions.map((d) => d.decisionId)).toEqual([answer.decisionId]);
 
       // And from then on the key replays that answer byte for byte.
-      const again = await managedRun(t.store, clusterId, request, requestBytes, options(t0 + 40_000));
+      const again = await managedRun(
+        t.store,
+        clusterId,
+        inProcess(request),
+        requestBytes,
+        options(t0 + 40_000),
+      );
       expect(again).toMatchObject({ status: 200, replayed: true, body: retry.body });
     },
   );
 
   it("keeps the staged answer when a save's reply is lost, so that the retry replays it", async () => {
     const t0 = 1_796_000_000_000;
-    const lost = managedRun(losingSaveReply(t.store), "lost-reply", request, requestBytes, options(t0));
+    const lost = managedRun(
+      losingSaveReply(t.store),
+      "lost-reply",
+      inProcess(request),
+      requestBytes,
+      options(t0),
+    );
     await expect(lost).rejects.toThrow("timed out");
-    const retry = await managedRun(t.store, "lost-reply", request, requestBytes, options(t0 + 31_000));
+    const retry = await managedRun(
+      t.store,
+      "lost-reply",
+      inProcess(request),
+      requestBytes,
+      options(t0 + 31_000),
+    );
     expect(retry).toMatchObject({ status: 200, replayed: true });
     expect(JSON.parse(retry.body).evaluatedAtMs).toBe(t0);
     expect((await t.store.getCluster("lost-reply"))?.version).toBe(1);
@@ -112,17 +142,23 @@ describe.each(STORE_KINDS)("an idempotent run whose process dies, on %s", (kind)
     const died = managedRun(
       dyingAt(t.store, "commitIdempotency"),
       "followed",
-      request,
+      inProcess(request),
       requestBytes,
       options(t0),
     );
     await expect(died).rejects.toThrow("the process died");
-    const other = await managedRun(t.store, "followed", request, requestBytes, {
+    const other = await managedRun(t.store, "followed", inProcess(request), requestBytes, {
       ...options(t0 + 10_000),
       idempotencyKey: undefined,
     });
     expect(other.status).toBe(200);
-    const retry = await managedRun(t.store, "followed", request, requestBytes, options(t0 + 31_000));
+    const retry = await managedRun(
+      t.store,
+      "followed",
+      inProcess(request),
+      requestBytes,
+      options(t0 + 31_000),
+    );
     expect(retry).toMatchObject({ status: 200, replayed: true });
     expect(JSON.parse(retry.body).evaluatedAtMs).toBe(t0);
     expect((await t.store.getCluster("followed"))?.version).toBe(2);

@@ -45,7 +45,12 @@ export async function openStore(kind: StoreKind): Promise<TestStore> {
 /** The local server, listening on a free port, on a fresh table of the given kind. */
 export async function openServer(
   kind: StoreKind,
-  options: { auth?: TokenAuth; maxBodyBytes?: number; timeouts?: LocalServerOptions["timeouts"] } = {},
+  options: {
+    auth?: TokenAuth;
+    maxBodyBytes?: number;
+    timeouts?: LocalServerOptions["timeouts"];
+    workerMinBytes?: number;
+  } = {},
 ): Promise<LocalServer & { store: DynamoStore }> {
   const backing = await openStore(kind);
   const server = await startLocalServer({
@@ -58,6 +63,7 @@ export async function openServer(
     maxBodyBytes: options.maxBodyBytes ?? 8 * 1024 * 1024,
     tickSeconds: 0,
     timeouts: options.timeouts,
+    workerMinBytes: options.workerMinBytes,
   });
   return {
     ...server,
