@@ -61,6 +61,9 @@ function send(c: Context, body: ProblemDetails | string, status?: number): Respo
     "content-type": contentType,
     // Lets the compression below leave small answers as they are.
     "content-length": String(Buffer.byteLength(text)),
+    // The rest of a body that was too large is never read: closing the connection tells the client
+    // (some wait to finish sending before they read the answer) instead of leaving it hanging.
+    ...(code === 413 ? { connection: "close" } : {}),
   });
 }
 

@@ -60,6 +60,18 @@ describe("the local server's sockets", () => {
     }
   });
 
+  it("answers a body over the limit with 413 and closes, so a client still sending is not left hanging", async () => {
+    const response = await fetch(`${server.url}/v1/evaluate`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: " ".repeat(9 * 1024 * 1024),
+      signal: AbortSignal.timeout(10_000),
+    });
+    expect(response.status).toBe(413);
+    expect(response.headers.get("connection")).toBe("close");
+    expect(((await response.json()) as { type: string }).type).toBe("/problems/payload-too-large");
+  });
+
   it("drops a client that trickles its headers past the headers timeout (slow loris)", async () => {
     const socket = await open(server.url);
     const started = Date.now();
