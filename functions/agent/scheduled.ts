@@ -1,3 +1,4 @@
+import type { ConfigOverrides } from "../../schemas/config.ts";
 import {
   type AgentObserver,
   type AgentOptions,
@@ -23,6 +24,8 @@ import { snapshotOf } from "./snapshot.ts";
  */
 
 export interface ScheduledOptions extends Omit<AgentOptions, "once"> {
+  /** Stored as the cluster's config, with ticking on, before anything else (retried like the rest). */
+  storeConfig: boolean;
   snapshotIntervalMs: number;
   maxDecisionAgeMs: number;
   /** Told of each decision carried out (or skipped as stale). */
@@ -39,6 +42,8 @@ export async function runScheduledAgent(options: ScheduledOptions): Promise<void
   while (!options.signal.aborted) {
     try {
       if (!started) {
+        if (options.storeConfig)
+          await options.pacer.putConfig({ ...options.config, "pacer.tick.enabled": true } as ConfigOverrides);
         const history = await options.pacer.decisionsAfter(undefined, 1);
         cursor = history.at(-1)?.decisionId;
         started = true;

@@ -282,8 +282,8 @@ async function agent(values: {
     };
     const dryRun = values["dry-run"];
     if (values.scheduled) {
-      if (values.config) await pacer.putConfig({ ...config, "pacer.tick.enabled": true } as ConfigOverrides);
       await runScheduledAgent({
+        storeConfig: values.config !== undefined,
         cluster,
         pacer,
         config,

@@ -68,7 +68,10 @@ function pacer(args: string[], input?: string): Promise<{ code: number; stdout: 
 }
 
 beforeAll(async () => {
-  cluster = await KafkaCluster.start({ brokers: 3 });
+  cluster = await KafkaCluster.start({
+    brokers: 3,
+    saslUser: { username: "pacer", password: "pacer-secret" },
+  });
   await createEvenTopics(cluster, TOPICS, 30);
   kafka = new KafkaAdminClient({ bootstrapServers: cluster.bootstrapServers.split(",") });
   scratch = mkdtempSync(join(tmpdir(), "pacer-agent-e2e-"));
@@ -153,6 +156,51 @@ describe("the agent's snapshot", () => {
   });
 });
 
+describe("the agent's connection", () => {
+  const clientProperties = (mechanism: string, password: string) => {
+    const module = mechanism === "PLAIN" ? "plain.PlainLoginModule" : "scram.ScramLoginModule";
+    const file = join(scratch, `${mechanism}-${password}.properties`);
+    writeFileSync(
+      file,
+      [
+        "security.protocol=SASL_PLAINTEXT",
+        `sasl.mechanism=${mechanism}`,
+        `sasl.jaas.config=org.apache.kafka.common.security.${module} required username="pacer" password="${password}";`,
+      ].join("\n"),
+    );
+    return file;
+  };
+  const dryRunOver = (commandConfig: string) =>
+    pacer([
+      "agent",
+      "--bootstrap-server",
+      cluster.saslBootstrapServers,
+      "--command-config",
+      commandConfig,
+      "--embedded",
+      "--data-dir",
+      join(scratch, "sasl"),
+      "--once",
+      "--dry-run",
+    ]);
+
+  it.each(["PLAIN", "SCRAM-SHA-256"])(
+    "authenticates with SASL %s from --command-config",
+    async (mechanism) => {
+      const run = await dryRunOver(clientProperties(mechanism, "pacer-secret"));
+      expect(run.stderr).toBe("");
+      expect(run.code).toBe(0);
+      expect(run.stdout).toMatch(/asked \d+ \(dry run: nothing elected\)/);
+    },
+  );
+
+  it("with a wrong password reads nothing, elects nothing and exits 1", async () => {
+    const run = await dryRunOver(clientProperties("SCRAM-SHA-256", "wrong"));
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain("run failed, nothing elected");
+  });
+});
+
 describe("elections on the real cluster", () => {
   it("an answer's kafkaLeaderElection file is accepted by Kafka's LeaderElectionCommand and elects exactly those", async () => {
     await bounce(2);
@@ -206,13 +254,21 @@ describe("elections on the real cluster", () => {
     // A port nothing listens on.
     const closed = await startPacerServe();
     await closed.stop();
-    const agent = startAgent(cluster, { kind: "agent-serve", url: closed.url, clusterId: "e2e" });
+    const agent = startAgent(
+      cluster,
+      { kind: "agent-serve", url: closed.url, clusterId: "e2e" },
+      { args: ["--metrics-port", "0"] },
+    );
     try {
       await waitFor(
         async () => (agent.runs().filter((r) => r.error).length >= 3 ? true : undefined),
         60_000,
         "3 failed runs",
       );
+      // Its metrics say so too.
+      const metricsUrl = /metrics on (http:\S+)/.exec(agent.output())?.[1] as string;
+      const metrics = await (await fetch(metricsUrl)).text();
+      expect(metrics).toMatch(/leadership_pacer_agent_runs_total\{outcome="failed"\} ([3-9]|\d\d)/);
     } finally {
       await agent.stop();
       await watcher.stop();

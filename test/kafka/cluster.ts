@@ -87,11 +87,17 @@ export interface KafkaClusterOptions {
   controller?: Properties;
   /** Extra properties for every broker. */
   broker?: Properties;
+  /**
+   * A second listener on every broker, SASL_PLAINTEXT with PLAIN and SCRAM-SHA-256, for this user
+   * (the PLAIN password in the broker's JAAS line, the SCRAM credential in the bootstrap metadata).
+   */
+  saslUser?: { username: string; password: string };
 }
 
 interface Node {
   id: number;
   port: number;
+  saslPort?: number;
   dir: string;
   properties: Properties;
   process?: ChildProcess;
@@ -133,19 +139,35 @@ export class KafkaCluster {
     const brokerNodes = new Map<number, Node>();
     for (let id = 1; id <= (options.brokers ?? 3); id++) {
       const port = await freePort();
+      const user = options.saslUser;
+      const saslPort = user ? await freePort() : undefined;
+      const listeners = [
+        `PLAINTEXT://127.0.0.1:${port}`,
+        ...(user ? [`SASL_PLAINTEXT://127.0.0.1:${saslPort}`] : []),
+      ];
       brokerNodes.set(id, {
         id,
         port,
+        saslPort,
         dir: join(dir, `broker-${id}`),
         properties: {
           "process.roles": "broker",
           "node.id": id,
           "controller.quorum.voters": voters,
-          listeners: `PLAINTEXT://127.0.0.1:${port}`,
-          "advertised.listeners": `PLAINTEXT://127.0.0.1:${port}`,
+          listeners: listeners.join(","),
+          "advertised.listeners": listeners.join(","),
           "inter.broker.listener.name": "PLAINTEXT",
           "controller.listener.names": "CONTROLLER",
-          "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+          "listener.security.protocol.map":
+            "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+          ...(user
+            ? {
+                "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_${user.username}="${user.password}";`,
+                "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config":
+                  "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+              }
+            : {}),
           "log.dirs": join(dir, `broker-${id}`, "data"),
           "num.network.threads": 2,
           "num.io.threads": 4,
@@ -159,7 +181,17 @@ export class KafkaCluster {
     }
     const cluster = new KafkaCluster(dir, classpath, controller, brokerNodes);
     const clusterId = randomBytes(16).toString("base64url");
-    await Promise.all([controller, ...brokerNodes.values()].map((node) => cluster.format(node, clusterId)));
+    const scram = options.saslUser
+      ? [
+          "--add-scram",
+          `SCRAM-SHA-256=[name=${options.saslUser.username},password=${options.saslUser.password}]`,
+        ]
+      : [];
+    await Promise.all(
+      [controller, ...brokerNodes.values()].map((node) =>
+        cluster.format(node, clusterId, node === controller ? scram : []),
+      ),
+    );
     try {
       cluster.launch(controller);
       for (const node of brokerNodes.values()) cluster.launch(node);
@@ -173,6 +205,11 @@ export class KafkaCluster {
 
   get bootstrapServers(): string {
     return [...this.brokerNodes.values()].map((n) => `127.0.0.1:${n.port}`).join(",");
+  }
+
+  /** The SASL_PLAINTEXT listeners, when the cluster was started with a `saslUser`. */
+  get saslBootstrapServers(): string {
+    return [...this.brokerNodes.values()].map((n) => `127.0.0.1:${n.saslPort}`).join(",");
   }
 
   brokerIds(): number[] {
@@ -255,7 +292,7 @@ export class KafkaCluster {
     return file;
   }
 
-  private async format(node: Node, clusterId: string): Promise<void> {
+  private async format(node: Node, clusterId: string, extra: string[]): Promise<void> {
     const file = this.writeProperties(node);
     const { code, output } = await this.runTool("kafka.tools.StorageTool", [
       "format",
@@ -263,6 +300,7 @@ export class KafkaCluster {
       clusterId,
       "-c",
       file,
+      ...extra,
     ]);
     if (code !== 0) throw new Error(`formatting node ${node.id} failed:\n${output}`);
   }
