@@ -228,7 +228,9 @@ export function parseHostPort(server: string): { host: string; port: number } {
   return { host: match[1] as string, port };
 }
 
+/** An error with its causes, which say why a connection failed (refused, TLS, SASL). */
 function describe(error: unknown): string {
   if (error instanceof AggregateError) return error.errors.map(describe).join("; ");
-  return error instanceof Error ? error.message : String(error);
+  if (!(error instanceof Error)) return String(error);
+  return error.cause === undefined ? error.message : `${error.message} (${describe(error.cause)})`;
 }
