@@ -122,12 +122,8 @@ function leadershipChartOf(outcomes: Outcome[]): TopLevelSpec {
       const seconds = Math.round((s.atMs - result.restartedAtMs) / 100) / 10;
       if (seconds < 0) return [];
       return [
-        { seconds, value: s.leads[1] ?? 0, series: `${label}: partitions broker 1 leads` },
-        {
-          seconds,
-          value: PREFERRED - (s.outOfSync[1] ?? 0),
-          series: `${label}: partitions broker 1 is in sync on`,
-        },
+        { seconds, value: s.leads[1] ?? 0, series: `${label}: leads` },
+        { seconds, value: PREFERRED - (s.outOfSync[1] ?? 0), series: `${label}: in the ISR` },
       ];
     }),
   );
@@ -135,8 +131,7 @@ function leadershipChartOf(outcomes: Outcome[]): TopLevelSpec {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
     title: {
       text: `Broker 1 coming back on Apache Kafka 4.1 (${PRODUCE_MB} MB behind, catch-up throttled to 5 MB/s)`,
-      subtitle:
-        "Leadership handed back vs. catching up: Kafka's balancer moves partitions as each rejoins the ISR",
+      subtitle: "Of broker 1's preferred partitions: those it leads, and those it is back in the ISR of",
     },
     width: 720,
     height: 300,
@@ -149,7 +144,7 @@ function leadershipChartOf(outcomes: Outcome[]): TopLevelSpec {
         field: "series",
         type: "nominal",
         title: null,
-        legend: { orient: "bottom", columns: 4, labelLimit: 200 },
+        legend: { orient: "bottom", columns: 2, labelLimit: 300 },
       },
       strokeDash: { field: "series", type: "nominal", title: null },
     },

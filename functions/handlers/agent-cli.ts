@@ -1,19 +1,19 @@
 import { readFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { ConfigOverrides } from "../../schemas/config.ts";
 import { validateWith } from "../../schemas/problems.ts";
-import { type AgentObserver, type ClusterAccess, type RunReport, runAgent } from "../agent/agent.ts";
+import { type ClusterAccess, type RunReport, runAgent } from "../agent/agent.ts";
 import { ClientPropertiesError, clientOptionsOf, parseProperties } from "../agent/client-properties.ts";
 import { bearerFetch, type Fetch, PacerClient, sigV4Fetch } from "../agent/pacer-client.ts";
 import { runScheduledAgent } from "../agent/scheduled.ts";
 import { createApp, DECISION_TTL_MS, IDEMPOTENCY_TTL_MS } from "../api/app.ts";
+import { formatRun } from "../format/agent-run.ts";
 import { KafkaAdminClient, parseHostPort } from "../kafka/admin.ts";
 import { dynamoClient, ensureTable } from "../store/client.ts";
 import { DynamoStore } from "../store/dynamo-store.ts";
 import { startEmbeddedStore } from "../store/embedded.ts";
+import { AgentMetrics } from "./agent-metrics.ts";
 
 export const AGENT_USAGE = `usage: pacer agent --bootstrap-server HOST:PORT[,…] (--embedded | --pacer-url URL --cluster-id ID) [options]
   --command-config FILE     Kafka client properties: security.protocol, sasl.mechanism, sasl.jaas.config,
@@ -46,95 +46,6 @@ function readConfig(file: string | undefined): ConfigOverrides {
       `--config ${file}: ${valid.problems.map((p) => `${p.pointer} ${p.detail}`).join("; ")}`,
     );
   return valid.value as ConfigOverrides;
-}
-
-/** The line a person reads for each run. */
-export function formatRun(report: RunReport): string {
-  const time = new Date(report.atMs).toISOString();
-  if (report.error !== undefined) return `${time} run failed, nothing elected: ${report.error}`;
-  const e = report.elections;
-  const failed = Object.values(e.failed).reduce((a, b) => a + b, 0);
-  const codes = Object.entries(e.failed).map(([code, n]) => `${n}×${code}`);
-  const parts = [
-    report.dryRun
-      ? `asked ${e.asked} (dry run: nothing elected)`
-      : `asked ${e.asked}, done ${e.done}, not needed ${e.notNeeded}, failed ${failed}${codes.length ? ` (${codes.join(", ")})` : ""}`,
-  ];
-  if (e.requestError) parts.push(`request failed: ${e.requestError}`);
-  if (report.deferred) parts.push(`deferred: ${report.deferred}`);
-  parts.push(
-    report.heldBack.length
-      ? `held back: ${report.heldBack.map((b) => `broker ${b.id} ${b.reason} (${b.outOfSync}/${b.total} out of sync)`).join(", ")}`
-      : "held back: none",
-  );
-  parts.push(`next in ${(report.nextDelayMs / 1000).toFixed(report.nextDelayMs < 10_000 ? 1 : 0)} s`);
-  return `${time} ${parts.join("; ")}`;
-}
-
-class AgentMetrics implements AgentObserver {
-  readonly registry = new Registry();
-  private readonly runs = new Counter({
-    name: "leadership_pacer_agent_runs_total",
-    help: "Agent runs, by outcome (ok, failed)",
-    labelNames: ["outcome"],
-    registers: [this.registry],
-  });
-  private readonly elections = new Counter({
-    name: "leadership_pacer_agent_elections_total",
-    help: "Preferred-leader elections carried out, by result (done, not_needed, failed_<code>, request_failed)",
-    labelNames: ["result"],
-    registers: [this.registry],
-  });
-  private readonly asked = new Counter({
-    name: "leadership_pacer_agent_elections_asked_total",
-    help: "Elections the pacer returned",
-    registers: [this.registry],
-  });
-  private readonly heldBack = new Gauge({
-    name: "leadership_pacer_agent_brokers_held_back",
-    help: "Brokers the gate held back in the last run",
-    registers: [this.registry],
-  });
-  private readonly lastRun = new Gauge({
-    name: "leadership_pacer_agent_last_run_timestamp_seconds",
-    help: "When the last successful run started",
-    registers: [this.registry],
-  });
-  private readonly duration = new Histogram({
-    name: "leadership_pacer_agent_run_duration_seconds",
-    help: "A run's metadata read, decision and elections",
-    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [this.registry],
-  });
-
-  run(report: RunReport): void {
-    this.runs.inc({ outcome: report.error === undefined ? "ok" : "failed" });
-    if (report.error !== undefined) return;
-    const e = report.elections;
-    this.asked.inc(e.asked);
-    if (!report.dryRun) {
-      this.elections.inc({ result: "done" }, e.done);
-      this.elections.inc({ result: "not_needed" }, e.notNeeded);
-      for (const [code, n] of Object.entries(e.failed)) this.elections.inc({ result: `failed_${code}` }, n);
-      if (e.requestError) this.elections.inc({ result: "request_failed" }, e.asked);
-    }
-    this.heldBack.set(report.heldBack.length);
-    this.lastRun.set(report.atMs / 1000);
-    this.duration.observe(report.durationMs / 1000);
-  }
-
-  async serve(port: number): Promise<Server> {
-    const server = createServer(async (request, response) => {
-      if (request.url !== "/metrics") {
-        response.writeHead(404).end();
-        return;
-      }
-      response.writeHead(200, { "content-type": this.registry.contentType });
-      response.end(await this.registry.metrics());
-    });
-    await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
-    return server;
-  }
 }
 
 export async function agentCommand(argv: string[]): Promise<number> {
@@ -219,15 +130,7 @@ async function agent(values: {
     ...clientOptionsOf(properties, (path) => readFileSync(path, "utf8")),
   });
   const config = readConfig(values.config);
-  const cluster: ClusterAccess = {
-    async read() {
-      const { brokers } = await kafka.describeCluster();
-      const partitions = await kafka.describePartitions();
-      const reassigning = await kafka.listReassignments();
-      return { brokers, partitions, reassigning };
-    },
-    electPreferred: (partitions) => kafka.electPreferred(partitions),
-  };
+  const cluster = clusterAccessOf(kafka);
 
   const cleanups: (() => Promise<void>)[] = [() => kafka.close()];
   const stop = new AbortController();
@@ -235,33 +138,7 @@ async function agent(values: {
   process.once("SIGTERM", onSignal);
   process.once("SIGINT", onSignal);
   try {
-    let send: Fetch;
-    let clusterId = values["cluster-id"];
-    let baseUrl = values["pacer-url"] ?? "http://embedded";
-    if (values.embedded) {
-      const embedded = await startEmbeddedStore({ dataDir: values["data-dir"] });
-      const client = dynamoClient({ endpoint: embedded.endpoint });
-      cleanups.unshift(async () => {
-        client.destroy();
-        await embedded.close();
-      });
-      await ensureTable(client, "leadership-pacer");
-      const app = createApp({
-        store: new DynamoStore(client, "leadership-pacer"),
-        decisionTtlMs: DECISION_TTL_MS,
-        idempotencyTtlMs: IDEMPOTENCY_TTL_MS,
-      });
-      send = async (request) => app.fetch(request);
-      clusterId ??= await kafkaClusterId(kafka);
-      baseUrl = "http://embedded";
-    } else if (values.sigv4) {
-      const region = process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
-      if (!region) throw new UsageError("--sigv4 needs AWS_REGION");
-      send = sigV4Fetch(region);
-    } else {
-      send = process.env.PACER_TOKEN ? bearerFetch(process.env.PACER_TOKEN) : (r) => fetch(r);
-    }
-    const pacer = new PacerClient(baseUrl, clusterId as string, send);
+    const pacer = await connectToPacer(values, kafka, cleanups);
 
     const metrics = new AgentMetrics();
     if (metricsPort !== undefined) {
@@ -310,6 +187,61 @@ async function agent(values: {
     process.off("SIGINT", onSignal);
     for (const cleanup of cleanups) await cleanup().catch(() => undefined);
   }
+}
+
+/** The cluster as the agent's runs see it: one read of three admin calls, and the elections. */
+function clusterAccessOf(kafka: KafkaAdminClient): ClusterAccess {
+  return {
+    async read() {
+      const { brokers } = await kafka.describeCluster();
+      const partitions = await kafka.describePartitions();
+      const reassigning = await kafka.listReassignments();
+      return { brokers, partitions, reassigning };
+    },
+    electPreferred: (partitions) => kafka.electPreferred(partitions),
+  };
+}
+
+/**
+ * Where decisions come from: the app itself in this process over an embedded store (`--embedded`),
+ * or the service at `--pacer-url`, with SigV4 or a bearer token.
+ */
+async function connectToPacer(
+  values: {
+    embedded: boolean;
+    "data-dir": string;
+    "pacer-url"?: string;
+    "cluster-id"?: string;
+    sigv4: boolean;
+  },
+  kafka: KafkaAdminClient,
+  cleanups: (() => Promise<void>)[],
+): Promise<PacerClient> {
+  if (values.embedded) {
+    const embedded = await startEmbeddedStore({ dataDir: values["data-dir"] });
+    const client = dynamoClient({ endpoint: embedded.endpoint });
+    cleanups.unshift(async () => {
+      client.destroy();
+      await embedded.close();
+    });
+    await ensureTable(client, "leadership-pacer");
+    const app = createApp({
+      store: new DynamoStore(client, "leadership-pacer"),
+      decisionTtlMs: DECISION_TTL_MS,
+      idempotencyTtlMs: IDEMPOTENCY_TTL_MS,
+    });
+    const clusterId = values["cluster-id"] ?? (await kafkaClusterId(kafka));
+    return new PacerClient("http://embedded", clusterId, async (request) => app.fetch(request));
+  }
+  let send: Fetch;
+  if (values.sigv4) {
+    const region = process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
+    if (!region) throw new UsageError("--sigv4 needs AWS_REGION");
+    send = sigV4Fetch(region);
+  } else {
+    send = process.env.PACER_TOKEN ? bearerFetch(process.env.PACER_TOKEN) : (r) => fetch(r);
+  }
+  return new PacerClient(values["pacer-url"] as string, values["cluster-id"] as string, send);
 }
 
 /** Kafka's own cluster id, the embedded agent's default cluster id; retried until the cluster answers. */

@@ -1,11 +1,11 @@
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { backoffMs, tallyOf } from "../../functions/agent/agent.ts";
-import { formatRun } from "../../functions/handlers/agent-cli.ts";
+import { formatRun } from "../../functions/format/agent-run.ts";
+import { freePort } from "../support/processes.ts";
 
 /** `pacer agent` where no Kafka is needed: its arguments, its refusals and its fail-safe exit. */
 function agent(args: string[]) {
@@ -22,16 +22,6 @@ const file = (name: string, text: string) => {
   writeFileSync(path, text);
   return path;
 };
-
-/** A loopback port with nothing listening on it. */
-async function closedPort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 describe("pacer agent's command line", () => {
   it.each([
@@ -71,7 +61,7 @@ describe("pacer agent's command line", () => {
   });
 
   it("--once with Kafka unreachable elects nothing and exits 1", async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const { code, stdout } = agent([
       "--bootstrap-server",
       `127.0.0.1:${port}`,

@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClusterRead } from "../../functions/agent/snapshot.ts";
 import { snapshotOf } from "../../functions/agent/snapshot.ts";
 import { KafkaAdminClient, parseHostPort } from "../../functions/kafka/admin.ts";
+import { spawnPacer } from "../support/processes.ts";
 import { KafkaCluster } from "./cluster.ts";
 import {
   createEvenTopics,
@@ -53,18 +53,13 @@ const imbalanced = async () =>
     .length;
 
 /** `pacer <args>` to completion. */
-function pacer(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ["bin/pacer.js", ...args], { stdio: ["pipe", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (c) => {
-    stdout += c;
-  });
-  child.stderr.on("data", (c) => {
-    stderr += c;
-  });
-  child.stdin.end(input ?? "");
-  return new Promise((resolve) => child.once("exit", (code) => resolve({ code: code ?? 1, stdout, stderr })));
+async function pacer(
+  args: string[],
+  input?: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const run = spawnPacer(args, { input: input ?? "" });
+  const code = await run.exited;
+  return { code, stdout: run.stdout(), stderr: run.stderr() };
 }
 
 beforeAll(async () => {

@@ -10,11 +10,11 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { KafkaAdminClient } from "../../functions/kafka/admin.ts";
+import { freePort } from "../support/processes.ts";
 
 /**
  * A real Apache Kafka KRaft cluster for the tests: the official jars from Maven Central (test/kafka/
@@ -55,17 +55,6 @@ export function kafkaClasspath(): string {
     writeFileSync(stamp, pom);
   }
   return readFileSync(CLASSPATH_FILE, "utf8").trim();
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolvePort(port));
-    });
-  });
 }
 
 const LOG4J = `status = warn

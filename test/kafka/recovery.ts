@@ -1,9 +1,9 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Admin, Connection, incrementalAlterConfigsV1, ProduceAcks, Producer } from "@platformatic/kafka";
 import { KafkaAdminClient, type KafkaPartition, parseHostPort } from "../../functions/kafka/admin.ts";
+import { spawnPacer } from "../support/processes.ts";
 import type { KafkaCluster } from "./cluster.ts";
 
 /**
@@ -370,42 +370,29 @@ export function startAgent(
     pacer.kind === "agent-embedded"
       ? ["--embedded", "--data-dir", join(dir, "data")]
       : ["--pacer-url", pacer.url, "--cluster-id", pacer.clusterId];
-  const child = spawn(
-    process.execPath,
-    [
-      "bin/pacer.js",
-      "agent",
-      "--bootstrap-server",
-      cluster.bootstrapServers,
-      ...target,
-      "--config",
-      configFile,
-      "--json",
-      ...(options.args ?? []),
-    ],
-    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env } },
-  );
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (c) => {
-    stdout += c;
-  });
-  child.stderr.on("data", (c) => {
-    stderr += c;
-  });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const agent = spawnPacer([
+    "agent",
+    "--bootstrap-server",
+    cluster.bootstrapServers,
+    ...target,
+    "--config",
+    configFile,
+    "--json",
+    ...(options.args ?? []),
+  ]);
+  const { child, exited } = agent;
   let stopped: Promise<AgentRunLine[]> | undefined;
   return {
     child,
     exited,
-    output: () => `${stdout}${stderr}`,
-    runs: () => parseRuns(stdout),
+    output: () => `${agent.stdout()}${agent.stderr()}`,
+    runs: () => parseRuns(agent.stdout()),
     stop(): Promise<AgentRunLine[]> {
       stopped ??= (async () => {
         if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
         await exited;
         rmSync(dir, { recursive: true, force: true });
-        return parseRuns(stdout);
+        return parseRuns(agent.stdout());
       })();
       return stopped;
     },
@@ -422,30 +409,26 @@ function parseRuns(stdout: string): AgentRunLine[] {
 /** `pacer serve` as its own process on a free port and a fresh embedded store. */
 export async function startPacerServe(env: Record<string, string> = {}) {
   const dir = mkdtempSync(join(tmpdir(), "pacer-serve-"));
-  const child = spawn(process.execPath, ["bin/pacer.js", "serve"], {
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, PORT: "0", PACER_DATA_DIR: join(dir, "data"), PACER_TICK_SECONDS: "0", ...env },
+  const serve = spawnPacer(["serve"], {
+    env: { PORT: "0", PACER_DATA_DIR: join(dir, "data"), PACER_TICK_SECONDS: "0", ...env },
   });
-  let output = "";
+  const { child } = serve;
   const url = await new Promise<string>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      output += chunk;
-      const match = /listening on (http:\/\/\S+)/.exec(output);
+    const onData = () => {
+      const match = /listening on (http:\/\/\S+)/.exec(serve.stdout());
       if (match) resolve(match[1] as string);
     };
-    child.stdout.on("data", onData);
-    child.stderr.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`pacer serve exited (${code}):\n${output}`)));
+    child.stdout?.on("data", onData);
+    child.once("exit", (code) =>
+      reject(new Error(`pacer serve exited (${code}):\n${serve.stdout()}${serve.stderr()}`)),
+    );
   });
   return {
     url,
-    output: () => output,
+    output: () => `${serve.stdout()}${serve.stderr()}`,
     async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once("exit", r));
-        child.kill("SIGTERM");
-        await exited;
-      }
+      if (child.exitCode === null) child.kill("SIGTERM");
+      await serve.exited;
       rmSync(dir, { recursive: true, force: true });
     },
   };

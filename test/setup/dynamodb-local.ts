@@ -1,9 +1,9 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { TestProject } from "vitest/node";
+import { freePort } from "../support/processes.ts";
 
 /**
  * Starts AWS's DynamoDB Local (the jar inside the npm package amplify-dynamodb-simulator) on Java for the
@@ -32,17 +32,6 @@ function fetchDynamoDbLocal(): void {
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolvePort(port));
-    });
-  });
 }
 
 async function waitUntilListening(endpoint: string, child: ChildProcess): Promise<void> {

@@ -1,0 +1,24 @@
+import type { RunReport } from "../agent/agent.ts";
+
+/** The line a person reads for each run. */
+export function formatRun(report: RunReport): string {
+  const time = new Date(report.atMs).toISOString();
+  if (report.error !== undefined) return `${time} run failed, nothing elected: ${report.error}`;
+  const e = report.elections;
+  const failed = Object.values(e.failed).reduce((a, b) => a + b, 0);
+  const codes = Object.entries(e.failed).map(([code, n]) => `${n}×${code}`);
+  const parts = [
+    report.dryRun
+      ? `asked ${e.asked} (dry run: nothing elected)`
+      : `asked ${e.asked}, done ${e.done}, not needed ${e.notNeeded}, failed ${failed}${codes.length ? ` (${codes.join(", ")})` : ""}`,
+  ];
+  if (e.requestError) parts.push(`request failed: ${e.requestError}`);
+  if (report.deferred) parts.push(`deferred: ${report.deferred}`);
+  parts.push(
+    report.heldBack.length
+      ? `held back: ${report.heldBack.map((b) => `broker ${b.id} ${b.reason} (${b.outOfSync}/${b.total} out of sync)`).join(", ")}`
+      : "held back: none",
+  );
+  parts.push(`next in ${(report.nextDelayMs / 1000).toFixed(report.nextDelayMs < 10_000 ? 1 : 0)} s`);
+  return `${time} ${parts.join("; ")}`;
+}

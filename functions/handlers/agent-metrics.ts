@@ -1,0 +1,70 @@
+import { createServer, type Server } from "node:http";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { AgentObserver, RunReport } from "../agent/agent.ts";
+
+/** The agent's runs as Prometheus metrics, served on `--metrics-port`. */
+export class AgentMetrics implements AgentObserver {
+  readonly registry = new Registry();
+  private readonly runs = new Counter({
+    name: "leadership_pacer_agent_runs_total",
+    help: "Agent runs, by outcome (ok, failed)",
+    labelNames: ["outcome"],
+    registers: [this.registry],
+  });
+  private readonly elections = new Counter({
+    name: "leadership_pacer_agent_elections_total",
+    help: "Preferred-leader elections carried out, by result (done, not_needed, failed_<code>, request_failed)",
+    labelNames: ["result"],
+    registers: [this.registry],
+  });
+  private readonly asked = new Counter({
+    name: "leadership_pacer_agent_elections_asked_total",
+    help: "Elections the pacer returned",
+    registers: [this.registry],
+  });
+  private readonly heldBack = new Gauge({
+    name: "leadership_pacer_agent_brokers_held_back",
+    help: "Brokers the gate held back in the last run",
+    registers: [this.registry],
+  });
+  private readonly lastRun = new Gauge({
+    name: "leadership_pacer_agent_last_run_timestamp_seconds",
+    help: "When the last successful run started",
+    registers: [this.registry],
+  });
+  private readonly duration = new Histogram({
+    name: "leadership_pacer_agent_run_duration_seconds",
+    help: "A run's metadata read, decision and elections",
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  run(report: RunReport): void {
+    this.runs.inc({ outcome: report.error === undefined ? "ok" : "failed" });
+    if (report.error !== undefined) return;
+    const e = report.elections;
+    this.asked.inc(e.asked);
+    if (!report.dryRun) {
+      this.elections.inc({ result: "done" }, e.done);
+      this.elections.inc({ result: "not_needed" }, e.notNeeded);
+      for (const [code, n] of Object.entries(e.failed)) this.elections.inc({ result: `failed_${code}` }, n);
+      if (e.requestError) this.elections.inc({ result: "request_failed" }, e.asked);
+    }
+    this.heldBack.set(report.heldBack.length);
+    this.lastRun.set(report.atMs / 1000);
+    this.duration.observe(report.durationMs / 1000);
+  }
+
+  async serve(port: number): Promise<Server> {
+    const server = createServer(async (request, response) => {
+      if (request.url !== "/metrics") {
+        response.writeHead(404).end();
+        return;
+      }
+      response.writeHead(200, { "content-type": this.registry.contentType });
+      response.end(await this.registry.metrics());
+    });
+    await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+    return server;
+  }
+}
