@@ -97,6 +97,7 @@ export class KafkaAdminClient {
       const partitions: KafkaPartition[] = [];
       let cursor: { topicName: string; partitionIndex: number } | undefined;
       do {
+        // A leaderless partition is listed with leader -1 and no error (checked on Kafka 4.1).
         const page = await describeTopicPartitionsV0.api.async(
           connection,
           [], // every topic the caller may describe
@@ -164,7 +165,7 @@ export class KafkaAdminClient {
   }
 
   private async partitionsFromMetadata(connection: Connection): Promise<KafkaPartition[]> {
-    const metadata = await metadataV12.api.async(connection, null, false, false);
+    const metadata = await withPartitionErrors(metadataV12.api.async(connection, null, false, false));
     return metadata.topics.flatMap((t) =>
       t.partitions.map((p) => ({
         topic: t.name as string,
@@ -214,6 +215,23 @@ export class KafkaAdminClient {
       }
     }
     throw new Error(`no bootstrap server reachable (${servers.join(",")}): ${describe(lastError)}`);
+  }
+}
+
+/**
+ * Metadata marks a partition without a leader (LEADER_NOT_AVAILABLE) or with a replica offline with
+ * an error code of its own, and the client library then refuses the whole answer. Those codes
+ * describe the partition, which is listed all the same (leader -1): the answer is used. Any other
+ * error, or one about a whole topic, still fails the read.
+ */
+async function withPartitionErrors<T>(call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (error) {
+    const { response, errors } = error as { response?: T; errors?: { path?: string }[] };
+    const partitionsOnly = errors?.every((e) => /\/partitions\/\d+$/.test(e.path ?? ""));
+    if (response !== undefined && errors?.length && partitionsOnly) return response;
+    throw error;
   }
 }
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Connection, metadataV12 } from "@platformatic/kafka";
+import { Admin, Connection, metadataV12 } from "@platformatic/kafka";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClusterRead } from "../../functions/agent/snapshot.ts";
 import { snapshotOf } from "../../functions/agent/snapshot.ts";
@@ -39,7 +39,10 @@ async function bounce(id: number): Promise<void> {
   await cluster.stopBroker(id, "SIGTERM");
   await cluster.startBroker(id);
   await waitFor(
-    async () => ((await readPartitions(cluster)).every((p) => p.isr.length === 3) ? true : undefined),
+    async () =>
+      (await readPartitions(cluster)).every((p) => !TOPICS.includes(p.topic) || p.isr.length === 3)
+        ? true
+        : undefined,
     60_000,
     `broker ${id} back in every ISR`,
   );
@@ -114,7 +117,14 @@ describe("the agent's snapshot", () => {
     );
   });
 
-  it("shows a stopped broker as fenced, while Kafka's Metadata no longer lists it", async () => {
+  it("shows a stopped broker as fenced, while Kafka's Metadata no longer lists it, and its partition leaderless", async () => {
+    // A topic whose only replica is broker 3: without it, its partition has no leader.
+    const admin = new Admin({
+      clientId: "pacer-test",
+      bootstrapBrokers: cluster.bootstrapServers.split(","),
+    });
+    await admin.createTopics({ topics: ["solo"], assignments: [{ partition: 0, brokers: [3] }] });
+    await admin.close();
     await cluster.stopBroker(3, "SIGKILL");
     try {
       // The controller fences a broker that stopped heartbeating after broker.session.timeout.ms.
@@ -131,6 +141,15 @@ describe("the agent's snapshot", () => {
         [2, false],
         [3, true],
       ]);
+      const solo = await waitFor(
+        async () => {
+          const p = snapshotOf(await readCluster()).partitions.find((q) => q.topic === "solo");
+          return p?.leader === -1 ? p : undefined;
+        },
+        30_000,
+        "solo-0 without a leader",
+      );
+      expect(solo).toMatchObject({ replicas: [3], leader: -1 });
       const connection = new Connection("pacer-test");
       const { host, port } = parseHostPort(cluster.bootstrapServers.split(",")[0] as string);
       await connection.connect(host, port);
@@ -144,7 +163,10 @@ describe("the agent's snapshot", () => {
       await cluster.startBroker(3);
     }
     await waitFor(
-      async () => ((await readPartitions(cluster)).every((p) => p.isr.length === 3) ? true : undefined),
+      async () =>
+        (await readPartitions(cluster)).every((p) => !TOPICS.includes(p.topic) || p.isr.length === 3)
+          ? true
+          : undefined,
       60_000,
       "broker 3 back in every ISR",
     );
