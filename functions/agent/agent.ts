@@ -42,6 +42,8 @@ export interface RunReport {
   nextDelayMs: number;
   deferred: ManagedAnswer["deferred"];
   dryRun: boolean;
+  /** A dry run's batch, in selection order: what would have been elected. */
+  batch?: { topic: string; partition: number; leader: number }[];
   /** Why nothing was asked of Kafka: the read or the pacer failed. */
   error?: string;
 }
@@ -151,6 +153,7 @@ export async function runOnce(options: AgentOptions): Promise<RunReport> {
     heldBack: heldBackOf(answer),
     nextDelayMs: answer.nextDelayMs,
     deferred: answer.deferred,
+    ...(options.dryRun ? { batch: answer.elections } : {}),
   };
 }
 

@@ -23,7 +23,8 @@ export class PacerError extends Error {
   }
 }
 
-export interface StoredDecision extends ManagedAnswer {}
+/** A decision as the feed lists it: the managed answer without its per-partition explanation. */
+export type FeedDecision = ManagedAnswer;
 
 export class PacerClient {
   constructor(
@@ -46,10 +47,10 @@ export class PacerClient {
   }
 
   /** Decisions newer than `afterDecisionId` (all recent ones without it), oldest first. */
-  async decisionsAfter(afterDecisionId: string | undefined, limit = 100): Promise<StoredDecision[]> {
+  async decisionsAfter(afterDecisionId: string | undefined, limit = 100): Promise<FeedDecision[]> {
     const query = new URLSearchParams({ limit: String(limit) });
     if (afterDecisionId) query.set("after", afterDecisionId);
-    const { decisions } = await this.json<{ decisions: StoredDecision[] }>("GET", `decisions?${query}`);
+    const { decisions } = await this.json<{ decisions: FeedDecision[] }>("GET", `decisions?${query}`);
     return decisions.sort((a, b) => (a.decisionId < b.decisionId ? -1 : a.decisionId > b.decisionId ? 1 : 0));
   }
 

@@ -10,7 +10,7 @@ import {
   sleepUnlessAborted,
   tallyOf,
 } from "./agent.ts";
-import type { StoredDecision } from "./pacer-client.ts";
+import type { FeedDecision } from "./pacer-client.ts";
 import { snapshotOf } from "./snapshot.ts";
 
 /**
@@ -29,7 +29,7 @@ export interface ScheduledOptions extends Omit<AgentOptions, "once"> {
   snapshotIntervalMs: number;
   maxDecisionAgeMs: number;
   /** Told of each decision carried out (or skipped as stale). */
-  observer: AgentObserver & { skipped?(decision: StoredDecision, ageMs: number): void };
+  observer: AgentObserver & { skipped?(decision: FeedDecision, ageMs: number): void };
 }
 
 export async function runScheduledAgent(options: ScheduledOptions): Promise<void> {
@@ -79,7 +79,7 @@ export async function runScheduledAgent(options: ScheduledOptions): Promise<void
   }
 }
 
-async function carryOutDecision(options: ScheduledOptions, decision: StoredDecision): Promise<RunReport> {
+async function carryOutDecision(options: ScheduledOptions, decision: FeedDecision): Promise<RunReport> {
   const clock = options.clock ?? Date.now;
   const atMs = clock();
   const elections = await carryOut(options.cluster, decision.elections, options.dryRun);
@@ -93,5 +93,6 @@ async function carryOutDecision(options: ScheduledOptions, decision: StoredDecis
     nextDelayMs: decision.nextDelayMs,
     deferred: decision.deferred,
     dryRun: options.dryRun,
+    ...(options.dryRun ? { batch: decision.elections } : {}),
   };
 }

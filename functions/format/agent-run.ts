@@ -1,5 +1,8 @@
 import type { RunReport } from "../agent/agent.ts";
 
+/** A dry run lists this many of its batch's partitions on its line; --json has them all. */
+const LISTED = 20;
+
 /** The line a person reads for each run. */
 export function formatRun(report: RunReport): string {
   const time = new Date(report.atMs).toISOString();
@@ -20,5 +23,10 @@ export function formatRun(report: RunReport): string {
       : "held back: none",
   );
   parts.push(`next in ${(report.nextDelayMs / 1000).toFixed(report.nextDelayMs < 10_000 ? 1 : 0)} s`);
+  if (report.batch?.length) {
+    const listed = report.batch.slice(0, LISTED).map((e) => `${e.topic}-${e.partition} -> ${e.leader}`);
+    const more = report.batch.length > LISTED ? `, … ${report.batch.length - LISTED} more` : "";
+    parts.push(`would elect ${listed.join(", ")}${more}`);
+  }
   return `${time} ${parts.join("; ")}`;
 }

@@ -105,6 +105,24 @@ describe("the agent's run line and tallies", () => {
     );
   });
 
+  it("lists a dry run's batch: what would have been elected", () => {
+    const batch = Array.from({ length: 22 }, (_, i) => ({ topic: "orders", partition: i, leader: 2 }));
+    const line = formatRun({
+      atMs: 0,
+      durationMs: 1,
+      elections: { asked: 22, done: 0, notNeeded: 0, failed: {} },
+      shares: {},
+      heldBack: [],
+      nextDelayMs: 10,
+      deferred: null,
+      dryRun: true,
+      batch,
+    });
+    expect(line).toContain("asked 22 (dry run: nothing elected)");
+    expect(line).toContain("would elect orders-0 -> 2, orders-1 -> 2,");
+    expect(line).toMatch(/orders-19 -> 2, … 2 more$/);
+  });
+
   it("backs off exponentially with full jitter, capped", () => {
     expect(backoffMs(0, { initialMs: 1000, maxMs: 30_000 }, () => 1)).toBe(1000);
     expect(backoffMs(3, { initialMs: 1000, maxMs: 30_000 }, () => 1)).toBe(8000);

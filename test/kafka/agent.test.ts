@@ -326,6 +326,7 @@ describe("elections on the real cluster", () => {
     const dry = await pacer([...args, "--dry-run"]);
     expect(dry.code).toBe(0);
     expect(dry.stdout).toContain(`asked ${before} (dry run: nothing elected)`);
+    expect(dry.stdout).toMatch(/would elect (orders|payments)-\d+ -> \d/);
     expect(await imbalanced()).toBe(before);
     const real = await pacer(args);
     expect(real.code).toBe(0);
