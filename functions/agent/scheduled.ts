@@ -16,8 +16,8 @@ import { snapshotOf } from "./snapshot.ts";
 /**
  * `pacer agent --scheduled`: the service's tick decides, the agent only reports and carries out. Every
  * `snapshotIntervalMs` it carries out each decision newer than the last one it saw (`GET
- * …/decisions?after=`), each exactly once (decision ids are remembered, so a decision listed twice is
- * elected once), and then stores a fresh snapshot (`PUT …/snapshot`). In that order, the snapshot the
+ * …/decisions?after=`), each exactly once (decision ids sort by time, so one listed twice, or older
+ * than the last carried out, is skipped), and then stores a fresh snapshot (`PUT …/snapshot`). In that order, the snapshot the
  * next tick decides on already shows the batch just carried out, so no batch is asked for twice. A decision older than `maxDecisionAgeMs`
  * was made on a cluster that has since moved on and is skipped. Decisions made before the agent
  * started are history, not work.
@@ -35,7 +35,6 @@ export interface ScheduledOptions extends Omit<AgentOptions, "once"> {
 export async function runScheduledAgent(options: ScheduledOptions): Promise<void> {
   const clock = options.clock ?? Date.now;
   const sleep = options.sleep ?? sleepUnlessAborted;
-  const seen = new Set<string>();
   let cursor: string | undefined;
   let started = false;
   let failures = 0;
@@ -49,8 +48,8 @@ export async function runScheduledAgent(options: ScheduledOptions): Promise<void
         started = true;
       }
       for (const decision of await options.pacer.decisionsAfter(cursor)) {
-        if (seen.has(decision.decisionId)) continue;
-        seen.add(decision.decisionId);
+        // Decision ids sort by time: one already passed is never carried out again.
+        if (cursor !== undefined && decision.decisionId <= cursor) continue;
         cursor = decision.decisionId;
         const ageMs = clock() - decision.evaluatedAtMs;
         if (ageMs > options.maxDecisionAgeMs) {

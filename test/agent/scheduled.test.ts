@@ -1,0 +1,81 @@
+import { describe, expect, it } from "vitest";
+import type { RunReport } from "../../functions/agent/agent.ts";
+import type { FeedDecision, PacerClient } from "../../functions/agent/pacer-client.ts";
+import { runScheduledAgent } from "../../functions/agent/scheduled.ts";
+
+/**
+ * The scheduled agent's bookkeeping, with the feed and the cluster played by plain objects (the real
+ * service and Kafka are in test/kafka/agent.test.ts): every decision is carried out once, in order.
+ */
+const decision = (id: string, atMs: number, partition: number) =>
+  ({
+    decisionId: id,
+    evaluatedAtMs: atMs,
+    elections: [{ topic: "t", partition, leader: 1 }],
+    brokers: [],
+    nextDelayMs: 1000,
+    deferred: null,
+  }) as unknown as FeedDecision;
+
+describe("the scheduled agent", () => {
+  it("carries out each new decision once, skips history and stale ones, and stores a snapshot after", async () => {
+    const now = 1_000_000;
+    const feed = [
+      [decision("0001", now - 500_000, 0)], // history: the newest before the agent started
+      [decision("0002", now - 100, 1), decision("0003", now - 90_000, 2)],
+      [decision("0002", now - 100, 1), decision("0004", now - 50, 3)], // 0002 listed again
+      [],
+    ];
+    const calls: string[] = [];
+    const elected: number[] = [];
+    const stop = new AbortController();
+    const pacer = {
+      async decisionsAfter(after: string | undefined) {
+        calls.push(`decisions after ${after}`);
+        const next = feed.shift() ?? [];
+        if (feed.length === 0) stop.abort();
+        return [...next].sort((a, b) => (a.decisionId < b.decisionId ? -1 : 1));
+      },
+      async putSnapshot() {
+        calls.push("snapshot");
+        return { snapshotId: "s" };
+      },
+      async putConfig() {
+        calls.push("config");
+      },
+    } as unknown as PacerClient;
+    const runs: RunReport[] = [];
+    await runScheduledAgent({
+      cluster: {
+        read: async () => ({ brokers: [], partitions: [], reassigning: [] }),
+        electPreferred: async (partitions) => {
+          elected.push(...partitions.map((p) => p.partition));
+          return partitions.map((p) => ({ ...p, errorCode: 0, errorMessage: null }));
+        },
+      },
+      pacer,
+      config: {},
+      storeConfig: true,
+      dryRun: false,
+      observer: { run: (report) => runs.push(report), skipped: () => calls.push("skipped stale") },
+      signal: stop.signal,
+      snapshotIntervalMs: 1,
+      maxDecisionAgeMs: 60_000,
+      clock: () => now,
+      sleep: async () => {},
+    });
+    expect(elected).toEqual([1, 3]);
+    expect(runs.map((r) => r.decisionId)).toEqual(["0002", "0004"]);
+    expect(calls).toEqual([
+      "config",
+      "decisions after undefined",
+      "decisions after 0001",
+      "skipped stale",
+      "snapshot",
+      "decisions after 0003",
+      "snapshot",
+      "decisions after 0004",
+      "snapshot",
+    ]);
+  });
+});
