@@ -114,14 +114,6 @@ function intParam(c: Context, name: string, fallback: number, max: number): numb
   return value;
 }
 
-/** A managed request that has passed its check, parsed here (small bodies only). */
-function validManagedRequest(bytes: Buffer) {
-  const parsed = parseJsonBytes(bytes);
-  const request = parsed.ok ? validateManagedRequest(parsed.value) : undefined;
-  if (!request?.ok) throw new Error("a checked request no longer validates");
-  return request.value;
-}
-
 /** A large managed request: each attempt runs in a worker on the state the store holds then. */
 function inWorker(offload: Offload, bytes: Buffer): RunnableRequest {
   return {
@@ -232,11 +224,19 @@ export function createApp(options: AppOptions): Hono<Env> {
     }
     const body = await readBodyBytes(c.req.raw, maxBodyBytes);
     if (!body.ok) return send(c, body.problem);
-    const checked = await heavy({ kind: "check-managed", bytes: body.bytes });
-    if (checked.kind === "problem") return send(c, checked.problem);
-    const request = offload?.wants(body.bytes.byteLength)
-      ? inWorker(offload, body.bytes)
-      : inProcess(validManagedRequest(body.bytes));
+    let request: RunnableRequest;
+    if (offload?.wants(body.bytes.byteLength)) {
+      // Checked once in the worker; each attempt below parses it there again, off this thread.
+      const checked = await offload.run({ kind: "check-managed", bytes: body.bytes });
+      if (checked.kind === "problem") return send(c, checked.problem);
+      request = inWorker(offload, body.bytes);
+    } else {
+      const parsed = parseJsonBytes(body.bytes);
+      if (!parsed.ok) return send(c, parsed.problem);
+      const valid = validateManagedRequest(parsed.value);
+      if (!valid.ok) return send(c, invalidInput(valid.problems));
+      request = inProcess(valid.value);
+    }
     const response = await managedRun(store, clusterId, request, body.bytes, {
       clock,
       dryRun: c.req.query("dryRun") === "true",

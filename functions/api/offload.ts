@@ -12,16 +12,14 @@ import type { HeavyResult, HeavyTask } from "./heavy-work.ts";
 export class Offload {
   private readonly pool: Piscina;
 
-  constructor(
-    readonly minBytes = 256 * 1024,
-    threads = 1,
-  ) {
+  constructor(readonly minBytes: number) {
     // The workers run the TypeScript sources as the server does, through tsx.
     const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
     this.pool = new Piscina({
       filename: new URL("./heavy-work.ts", import.meta.url).href,
-      minThreads: threads,
-      maxThreads: threads,
+      // One thread: on two cores the other belongs to the event loop.
+      minThreads: 1,
+      maxThreads: 1,
       execArgv: ["--import", tsx],
       // An idle worker stays, so a burst of large bodies pays no start-up.
       idleTimeout: 60_000,
