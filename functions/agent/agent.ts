@@ -59,7 +59,7 @@ export function tallyOf(asked: number, results: ElectionResult[]): ElectionTally
 }
 
 /** Carries out a batch; a request-level error is a result too, so the run still reports and sleeps. */
-export async function carryOut(
+async function carryOut(
   cluster: ClusterAccess,
   elections: TopicPartition[],
   dryRun: boolean,
@@ -72,13 +72,13 @@ export async function carryOut(
   }
 }
 
-export function sharesOf(answer: ManagedAnswer): RunReport["shares"] {
+function sharesOf(answer: ManagedAnswer): RunReport["shares"] {
   return Object.fromEntries(
     answer.brokers.map((b) => [b.id, { gated: b.gated, eligible: b.eligible, elected: b.elected }]),
   );
 }
 
-export function heldBackOf(answer: ManagedAnswer): RunReport["heldBack"] {
+function heldBackOf(answer: ManagedAnswer): RunReport["heldBack"] {
   return answer.brokers
     .filter((b) => b.gated)
     .map((b) => ({ id: b.id, reason: b.reason, outOfSync: b.outOfSync, total: b.total }));
@@ -123,29 +123,23 @@ export function backoffMs(attempt: number, backoff = DEFAULT_BACKOFF, random = M
   return Math.round(random() * Math.min(backoff.maxMs, backoff.initialMs * 2 ** attempt));
 }
 
-/** One run: read, decide, elect. Never throws; a failure before the elections is the report's `error`. */
-export async function runOnce(options: AgentOptions): Promise<RunReport> {
-  const clock = options.clock ?? Date.now;
-  const atMs = clock();
-  const base = {
-    atMs,
-    heldBack: [],
-    deferred: null,
-    dryRun: options.dryRun,
-    elections: tallyOf(0, []),
-    shares: {},
-  };
-  let answer: ManagedAnswer;
-  try {
-    const snapshot = snapshotOf(await options.cluster.read());
-    // A dry run must not advance the gate's hysteresis or the throttle either.
-    answer = await options.pacer.evaluate(snapshot, options.config, options.dryRun);
-  } catch (error) {
-    return { ...base, durationMs: clock() - atMs, nextDelayMs: 0, error: (error as Error).message };
-  }
-  const elections = await carryOut(options.cluster, answer.elections, options.dryRun);
+/** The report of a run that elected nothing: the read, the pacer or its store failed. */
+export function failedRun(atMs: number, durationMs: number, dryRun: boolean, error: unknown): RunReport {
+  const base = { atMs, durationMs, dryRun, heldBack: [], shares: {}, deferred: null, nextDelayMs: 0 };
+  return { ...base, elections: tallyOf(0, []), error: (error as Error).message };
+}
+
+/** Carries out an answer's batch (from a run, or from the decisions feed) and reports it. */
+export async function carryOutAnswer(
+  cluster: ClusterAccess,
+  answer: ManagedAnswer,
+  dryRun: boolean,
+  atMs: number,
+  clock: () => number,
+): Promise<RunReport> {
+  const elections = await carryOut(cluster, answer.elections, dryRun);
   return {
-    ...base,
+    atMs,
     durationMs: clock() - atMs,
     decisionId: answer.decisionId,
     elections,
@@ -153,8 +147,24 @@ export async function runOnce(options: AgentOptions): Promise<RunReport> {
     heldBack: heldBackOf(answer),
     nextDelayMs: answer.nextDelayMs,
     deferred: answer.deferred,
-    ...(options.dryRun ? { batch: answer.elections } : {}),
+    dryRun,
+    ...(dryRun ? { batch: answer.elections } : {}),
   };
+}
+
+/** One run: read, decide, elect. Never throws; a failure before the elections is the report's `error`. */
+export async function runOnce(options: AgentOptions): Promise<RunReport> {
+  const clock = options.clock ?? Date.now;
+  const atMs = clock();
+  let answer: ManagedAnswer;
+  try {
+    const snapshot = snapshotOf(await options.cluster.read());
+    // A dry run must not advance the gate's hysteresis or the throttle either.
+    answer = await options.pacer.evaluate(snapshot, options.config, options.dryRun);
+  } catch (error) {
+    return failedRun(atMs, clock() - atMs, options.dryRun, error);
+  }
+  return carryOutAnswer(options.cluster, answer, options.dryRun, atMs, clock);
 }
 
 /** Runs until stopped (or once). Resolves with false if the last run failed, for `--once`'s exit code. */

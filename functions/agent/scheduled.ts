@@ -3,12 +3,9 @@ import {
   type AgentObserver,
   type AgentOptions,
   backoffMs,
-  carryOut,
-  heldBackOf,
-  type RunReport,
-  sharesOf,
+  carryOutAnswer,
+  failedRun,
   sleepUnlessAborted,
-  tallyOf,
 } from "./agent.ts";
 import type { FeedDecision } from "./pacer-client.ts";
 import { snapshotOf } from "./snapshot.ts";
@@ -56,42 +53,14 @@ export async function runScheduledAgent(options: ScheduledOptions): Promise<void
           options.observer.skipped?.(decision, ageMs);
           continue;
         }
-        options.observer.run(await carryOutDecision(options, decision));
+        options.observer.run(await carryOutAnswer(options.cluster, decision, options.dryRun, clock(), clock));
       }
       await options.pacer.putSnapshot(snapshotOf(await options.cluster.read()));
       failures = 0;
       await sleep(options.snapshotIntervalMs, options.signal);
     } catch (error) {
-      options.observer.run({
-        atMs: clock(),
-        durationMs: 0,
-        elections: tallyOf(0, []),
-        shares: {},
-        heldBack: [],
-        nextDelayMs: 0,
-        deferred: null,
-        dryRun: options.dryRun,
-        error: (error as Error).message,
-      });
+      options.observer.run(failedRun(clock(), 0, options.dryRun, error));
       await sleep(backoffMs(failures++, options.backoff), options.signal);
     }
   }
-}
-
-async function carryOutDecision(options: ScheduledOptions, decision: FeedDecision): Promise<RunReport> {
-  const clock = options.clock ?? Date.now;
-  const atMs = clock();
-  const elections = await carryOut(options.cluster, decision.elections, options.dryRun);
-  return {
-    atMs,
-    durationMs: clock() - atMs,
-    decisionId: decision.decisionId,
-    elections,
-    shares: sharesOf(decision),
-    heldBack: heldBackOf(decision),
-    nextDelayMs: decision.nextDelayMs,
-    deferred: decision.deferred,
-    dryRun: options.dryRun,
-    ...(options.dryRun ? { batch: decision.elections } : {}),
-  };
 }
