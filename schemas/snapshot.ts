@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { BROKER_ID_RULE, isBrokerId, isInt, isObject, MAX_BROKER_ID, problemList } from "./checks.ts";
 import { type InputProblem, MAX_LISTED_PROBLEMS, pointer, type Validated } from "./problems.ts";
 
 /** The cluster snapshot (SPEC §3): brokers and partitions as a controller sees them. */
@@ -10,9 +11,8 @@ import { type InputProblem, MAX_LISTED_PROBLEMS, pointer, type Validated } from 
  */
 export const MAX_BROKERS = 2_000;
 export const MAX_REPLICAS = 32;
-const MAX_ID = 2_147_483_647;
 
-const BrokerId = z.number().int().min(0).max(MAX_ID);
+const BrokerId = z.number().int().min(0).max(MAX_BROKER_ID);
 
 /** Kafka's topic name rule: 1–249 of [a-zA-Z0-9._-], and not "." or "..". */
 const TOPIC_NAME = /^(?!\.\.?$)[a-zA-Z0-9._-]{1,249}$/;
@@ -44,7 +44,7 @@ export const Partition = z
       .max(MAX_REPLICAS)
       .describe("replicas[0] is the preferred replica"),
     isr: z.array(BrokerId).max(MAX_REPLICAS),
-    leader: z.number().int().min(-1).max(2_147_483_647).describe("-1: no leader"),
+    leader: z.number().int().min(-1).max(MAX_BROKER_ID).describe("-1: no leader"),
     elr: z.array(BrokerId).max(MAX_REPLICAS).optional().describe("eligible leader replicas (KIP-966)"),
     reassigning: z.boolean().optional(),
     deleting: z.boolean().optional(),
@@ -173,20 +173,16 @@ function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
   return problems;
 }
 
-const isId = (v: unknown): v is number =>
-  typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= MAX_ID;
 const isOptionalBoolean = (v: unknown) => v === undefined || typeof v === "boolean";
-const isIdList = (v: unknown): v is number[] => Array.isArray(v) && v.length <= MAX_REPLICAS && v.every(isId);
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
-const isPreferredCount = (v: unknown) =>
-  v === undefined || (typeof v === "number" && Number.isSafeInteger(v) && v >= 0);
-const isLeader = (v: unknown) => typeof v === "number" && Number.isInteger(v) && v >= -1 && v <= MAX_ID;
+const isIdList = (v: unknown): v is number[] =>
+  Array.isArray(v) && v.length <= MAX_REPLICAS && v.every(isBrokerId);
+const isPreferredCount = (v: unknown) => v === undefined || isInt(v, 0, Number.MAX_SAFE_INTEGER);
+const isLeader = (v: unknown) => isInt(v, -1, MAX_BROKER_ID);
 
 function isWellFormedBroker(b: unknown): boolean {
   return (
     isObject(b) &&
-    isId(b.id) &&
+    isBrokerId(b.id) &&
     isOptionalBoolean(b.fenced) &&
     isOptionalBoolean(b.inControlledShutdown) &&
     isPreferredCount(b.preferredCount)
@@ -198,7 +194,7 @@ function isWellFormedPartition(p: unknown): boolean {
     isObject(p) &&
     typeof p.topic === "string" &&
     TOPIC_NAME.test(p.topic) &&
-    isId(p.partition) &&
+    isBrokerId(p.partition) &&
     isIdList(p.replicas) &&
     p.replicas.length > 0 &&
     isIdList(p.isr) &&
@@ -225,14 +221,13 @@ export function isWellFormedSnapshot(input: unknown): input is Snapshot {
   );
 }
 
-const ID_RULE = `an integer 0–${MAX_ID}`;
-
 /** One element of an id list; the list itself is checked by the caller. */
 function idListProblems(list: unknown, at: string, report: (at: string, detail: string) => boolean) {
   if (!Array.isArray(list)) return report(at, "expected an array of broker ids");
   if (list.length > MAX_REPLICAS) return report(at, `at most ${MAX_REPLICAS} ids`);
   for (let k = 0; k < list.length; k++) {
-    if (!isId(list[k]) && !report(`${at}/${k}`, `expected a broker id, ${ID_RULE}`)) return false;
+    if (!isBrokerId(list[k]) && !report(`${at}/${k}`, `expected a broker id, ${BROKER_ID_RULE}`))
+      return false;
   }
   return true;
 }
@@ -243,12 +238,7 @@ function idListProblems(list: unknown, at: string, report: (at: string, detail: 
  * to refuse than to read.
  */
 export function snapshotShapeProblems(input: unknown, base = ""): InputProblem[] {
-  const problems: InputProblem[] = [];
-  /** Records a problem; false once the list is full, to stop the walk. */
-  const report = (at: string, detail: string) => {
-    problems.push({ pointer: at, detail });
-    return problems.length < MAX_LISTED_PROBLEMS;
-  };
+  const { problems, report } = problemList();
   if (!isObject(input)) {
     report(base, "expected an object { brokers, partitions }");
     return problems;
@@ -268,7 +258,7 @@ export function snapshotShapeProblems(input: unknown, base = ""): InputProblem[]
         continue;
       }
       const checks: [boolean, string, string][] = [
-        [isId(b.id), "id", `expected ${ID_RULE}`],
+        [isBrokerId(b.id), "id", `expected ${BROKER_ID_RULE}`],
         [isOptionalBoolean(b.fenced), "fenced", "expected a boolean"],
         [isOptionalBoolean(b.inControlledShutdown), "inControlledShutdown", "expected a boolean"],
         [isPreferredCount(b.preferredCount), "preferredCount", "expected a non-negative integer"],
@@ -293,13 +283,13 @@ export function snapshotShapeProblems(input: unknown, base = ""): InputProblem[]
       if (!report(`${at}/topic`, "invalid topic name: 1–249 of [a-zA-Z0-9._-], not '.' or '..'"))
         return problems;
     }
-    if (!isId(p.partition) && !report(`${at}/partition`, `expected ${ID_RULE}`)) return problems;
+    if (!isBrokerId(p.partition) && !report(`${at}/partition`, `expected ${BROKER_ID_RULE}`)) return problems;
     if (Array.isArray(p.replicas) && p.replicas.length === 0) {
       if (!report(`${at}/replicas`, "replicas must not be empty")) return problems;
     } else if (!idListProblems(p.replicas, `${at}/replicas`, report)) return problems;
     if (!idListProblems(p.isr, `${at}/isr`, report)) return problems;
     if (p.elr !== undefined && !idListProblems(p.elr, `${at}/elr`, report)) return problems;
-    if (!isLeader(p.leader) && !report(`${at}/leader`, `expected -1 (no leader) or ${ID_RULE}`))
+    if (!isLeader(p.leader) && !report(`${at}/leader`, `expected -1 (no leader) or ${BROKER_ID_RULE}`))
       return problems;
     for (const field of ["reassigning", "deleting"]) {
       if (!isOptionalBoolean(p[field]) && !report(`${at}/${field}`, "expected a boolean")) return problems;

@@ -1,5 +1,6 @@
 import * as z from "zod";
-import { type InputProblem, MAX_LISTED_PROBLEMS, pointer, type Validated } from "./problems.ts";
+import { BROKER_ID_RULE, isBrokerId, isInt, isObject, MAX_BROKER_ID, problemList } from "./checks.ts";
+import { MAX_LISTED_PROBLEMS, pointer, type Validated } from "./problems.ts";
 import { MAX_BROKERS } from "./snapshot.ts";
 
 /**
@@ -9,7 +10,7 @@ import { MAX_BROKERS } from "./snapshot.ts";
 
 export const GateEntry = z
   .object({
-    id: z.number().int().min(0).max(2_147_483_647),
+    id: z.number().int().min(0).max(MAX_BROKER_ID),
     gatedSinceMs: z.number().int().min(0).describe("When this gating episode started"),
     clearRuns: z
       .number()
@@ -32,22 +33,13 @@ export type PacerState = z.infer<typeof PacerState>;
 
 export const INITIAL_STATE: PacerState = { brokers: [], lastRunAtMs: null, lastRunCapped: false };
 
-const isInt = (v: unknown, min: number, max: number): v is number =>
-  typeof v === "number" && Number.isInteger(v) && v >= min && v <= max;
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
-
 /**
  * A state a client hands back (POST /v1/evaluate), checked in one loop with no recursion and at most
  * MAX_LISTED_PROBLEMS problems. The value is a fresh copy holding only the known fields, so nothing
  * else a client sent reaches the next state.
  */
 export function validateState(input: unknown, base = ""): Validated<PacerState> {
-  const problems: InputProblem[] = [];
-  const report = (at: string, detail: string) => {
-    problems.push({ pointer: at, detail });
-    return problems.length < MAX_LISTED_PROBLEMS;
-  };
+  const { problems, report } = problemList();
   if (!isObject(input)) {
     report(base, "expected an object { brokers, lastRunAtMs, lastRunCapped }");
     return { ok: false, problems };
@@ -70,7 +62,7 @@ export function validateState(input: unknown, base = ""): Validated<PacerState> 
       }
       const { id, gatedSinceMs, clearRuns } = entry;
       const checks: [boolean, string, string][] = [
-        [isInt(id, 0, 2_147_483_647), "id", "expected a broker id, an integer 0–2147483647"],
+        [isBrokerId(id), "id", `expected a broker id, ${BROKER_ID_RULE}`],
         [isInt(gatedSinceMs, 0, Number.MAX_SAFE_INTEGER), "gatedSinceMs", "expected epoch ms"],
         [isInt(clearRuns, 0, 1), "clearRuns", "expected 0 or 1"],
       ];
