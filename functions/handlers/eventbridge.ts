@@ -1,6 +1,6 @@
 import { type EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import type { ManagedAnswer } from "../api/managed-run.ts";
-import type { DecisionPublisher } from "../api/tick.ts";
+import type { DecisionPublisher } from "../api/tick-job.ts";
 
 export const EVENT_SOURCE = "leadership-pacer";
 export const EVENT_DETAIL_TYPE = "Preferred Leader Election Batch";

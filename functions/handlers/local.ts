@@ -1,11 +1,11 @@
 import type { AddressInfo } from "node:net";
-import { setTimeout as delay } from "node:timers/promises";
 import { serve } from "@hono/node-server";
-import { createApp, DECISION_TTL_MS, DEFAULT_MAX_BODY_BYTES, IDEMPOTENCY_TTL_MS } from "../api/app.ts";
+import { createApp, DECISION_TTL_MS, DEFAULT_MAX_BODY_BYTES } from "../api/app.ts";
 import { TokenAuth } from "../api/auth.ts";
 import type { RunObserver } from "../api/managed-run.ts";
 import { Offload } from "../api/offload.ts";
-import { type DecisionPublisher, runTick } from "../api/tick.ts";
+import type { DecisionPublisher } from "../api/tick-job.ts";
+import { LocalTicker } from "../queue/local-ticker.ts";
 import { dynamoClient, ensureTable } from "../store/client.ts";
 import { DynamoStore } from "../store/dynamo-store.ts";
 import { startEmbeddedStore } from "../store/embedded.ts";
@@ -24,11 +24,16 @@ export interface LocalServerOptions {
   maxBodyBytes: number;
   /** Seconds between ticks of the local schedule; 0 = no ticks. */
   tickSeconds: number;
+  /** Clusters a tick runs at once; default {@link DEFAULT_TICK_CONCURRENCY}. */
+  tickConcurrency?: number;
   /** Bodies of at least this many bytes are parsed and run in a worker thread; 0 = never. */
   workerMinBytes?: number;
   /** Socket timeouts; see {@link SOCKET_TIMEOUTS}. */
   timeouts?: Partial<typeof SOCKET_TIMEOUTS>;
 }
+
+/** Each job waits on the store about four times: 16 at once keep two cores busy. */
+export const DEFAULT_TICK_CONCURRENCY = 16;
 
 /** 256 KiB of JSON parses in a few milliseconds: below that, a thread hop costs more than it saves. */
 export const DEFAULT_WORKER_MIN_BYTES = 256 * 1024;
@@ -61,6 +66,7 @@ export function optionsFromEnvironment(env: NodeJS.ProcessEnv): LocalServerOptio
     auth: TokenAuth.fromEnvironment(env),
     maxBodyBytes: Number(env.PACER_MAX_BODY_BYTES ?? DEFAULT_MAX_BODY_BYTES),
     tickSeconds: Number(env.PACER_TICK_SECONDS ?? 60),
+    tickConcurrency: Number(env.PACER_TICK_CONCURRENCY ?? DEFAULT_TICK_CONCURRENCY),
     workerMinBytes: Number(env.PACER_WORKER_MIN_BYTES ?? DEFAULT_WORKER_MIN_BYTES),
   };
 }
@@ -87,7 +93,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     metricsText: () => metrics.text(),
   });
   const timeouts = { ...SOCKET_TIMEOUTS, ...options.timeouts };
-  const ticker = options.tickSeconds > 0 ? startTicker(store, metrics, options.tickSeconds) : undefined;
+  const ticker = options.tickSeconds > 0 ? startTicker(store, metrics, options) : undefined;
 
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
     const started = serve(
@@ -132,49 +138,25 @@ const logPublisher: DecisionPublisher = {
   },
 };
 
-/**
- * The same tick as on AWS, on a timer: one every `tickSeconds`, each following clusters mid-ramp until
- * a second before the next. Stopping wakes a tick that sleeps and waits for it to end.
- */
-function startTicker(store: PacerStore, observer: RunObserver, tickSeconds: number) {
-  const tickMs = tickSeconds * 1000;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  // Stopping aborts a follow-up's sleep, which ends the tick.
-  const stopping = new AbortController();
-  const stopped = () => stopping.signal.aborted;
-  const sleep = (ms: number) => delay(ms, undefined, { signal: stopping.signal });
-  const tick = async () => {
-    const scheduledAtMs = Date.now();
-    try {
-      await runTick({
-        store,
-        clock: Date.now,
-        scheduledAtMs,
-        untilMs: scheduledAtMs + tickMs - 1_000,
-        sleep,
-        publisher: logPublisher,
-        observer,
-        decisionTtlMs: DECISION_TTL_MS,
-        idempotencyTtlMs: IDEMPOTENCY_TTL_MS,
-      });
-    } catch (error) {
-      if (!stopped())
-        console.error(JSON.stringify({ message: "tick failed", error: (error as Error).message }));
-    }
-    if (!stopped()) timer = setTimeout(start, Math.max(0, scheduledAtMs + tickMs - Date.now()));
-  };
-  const start = () => {
-    running = tick();
-  };
-  timer = setTimeout(start, tickMs);
-  return {
-    stop: async () => {
-      stopping.abort();
-      clearTimeout(timer);
-      await running;
+function startTicker(store: PacerStore, observer: RunObserver, options: LocalServerOptions) {
+  const ticker = new LocalTicker({
+    store,
+    observer,
+    publisher: logPublisher,
+    tickMs: options.tickSeconds * 1000,
+    concurrency: options.tickConcurrency ?? DEFAULT_TICK_CONCURRENCY,
+    decisionTtlMs: DECISION_TTL_MS,
+    onFailure: (clusterId, error) =>
+      console.error(JSON.stringify({ message: "tick job failed", clusterId, error: error.message })),
+  });
+  ticker.start(
+    (report) => {
+      if (report.queued > 0 || report.failed > 0)
+        console.log(JSON.stringify({ message: "tick", queued: report.queued, failed: report.failed }));
     },
-  };
+    (error) => console.error(JSON.stringify({ message: "tick failed", error: error.message })),
+  );
+  return ticker;
 }
 
 export async function serveFromEnvironment(): Promise<void> {

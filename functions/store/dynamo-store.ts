@@ -2,6 +2,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { gunzipSync, gzipSync } from "node:zlib";
 import {
   type AttributeValue,
+  BatchGetItemCommand,
   BatchWriteItemCommand,
   ConditionalCheckFailedException,
   DeleteItemCommand,
@@ -109,6 +110,7 @@ function clusterOf(item: Record<string, AttributeValue>): ClusterRecord {
     lastDecision: parsed(item, "lastDecision", null),
     snapshot: parsed(item, "snapshot", null),
     lastTick: parsed(item, "lastTick", null),
+    lastTickKey: item.lastTickKey?.S ?? null,
     createdAtMs: num(item, "createdAtMs"),
     updatedAtMs: num(item, "updatedAtMs"),
   };
@@ -137,23 +139,58 @@ export class DynamoStore implements PacerStore {
     });
   }
 
+  getClusterAndFleet(clusterId: string) {
+    return guarded(async () => {
+      let keys = [clusterKey(clusterId), FLEET_KEY];
+      const items: Record<string, AttributeValue>[] = [];
+      for (let attempt = 0; keys.length > 0; attempt++) {
+        if (attempt === 5) throw new Error("BatchGetItem left the cluster and fleet items unprocessed");
+        // Unprocessed keys mean throttling: back off before asking again.
+        if (attempt > 0) await delay(25 * 2 ** attempt);
+        const { Responses, UnprocessedKeys } = await this.client.send(
+          new BatchGetItemCommand({
+            RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } },
+          }),
+        );
+        items.push(...(Responses?.[this.tableName] ?? []));
+        keys = (UnprocessedKeys?.[this.tableName]?.Keys ?? []) as typeof keys;
+      }
+      const fleet = items.find((item) => item[TABLE.partitionKey]?.S === FLEET_KEY[TABLE.partitionKey].S);
+      const cluster = items.find((item) => item !== fleet);
+      return {
+        cluster: cluster ? clusterOf(cluster) : null,
+        fleetConfig: fleet ? parsed<ConfigOverrides>(fleet, "config", {}) : {},
+      };
+    });
+  }
+
   async saveRun(clusterId: string, expectedVersion: number, run: Parameters<PacerStore["saveRun"]>[2]) {
+    const versionHolds =
+      expectedVersion === 0
+        ? "(attribute_not_exists(version) OR version = :expected)"
+        : "version = :expected";
+    // A tick's run: no run of this tick key or a later one was saved (a redelivered job, a stale ramp).
+    const tick = run.tick
+      ? {
+          set: ", lastTick = :tick, lastTickKey = :tickKey",
+          condition: " AND (attribute_not_exists(lastTickKey) OR lastTickKey < :tickKey)",
+          values: { ":tick": json(run.tick.outcome), ":tickKey": s(run.tick.key) },
+        }
+      : { set: "", condition: "", values: {} as Record<string, AttributeValue> };
     return conditionally(() =>
       this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: clusterKey(clusterId),
-          UpdateExpression: `SET #state = :state, version = :next, lastDecision = :decision, ${IDENTITY}`,
-          ConditionExpression:
-            expectedVersion === 0
-              ? "attribute_not_exists(version) OR version = :expected"
-              : "version = :expected",
+          UpdateExpression: `SET #state = :state, version = :next, lastDecision = :decision${tick.set}, ${IDENTITY}`,
+          ConditionExpression: versionHolds + tick.condition,
           ExpressionAttributeNames: { "#state": "state" },
           ExpressionAttributeValues: {
             ":state": json(run.state),
             ":decision": json(run.lastDecision),
             ":next": n(expectedVersion + 1),
             ":expected": n(expectedVersion),
+            ...tick.values,
             ...identityValues(clusterId, run.nowMs),
           },
         }),
@@ -405,17 +442,21 @@ export class DynamoStore implements PacerStore {
     );
   }
 
-  hasDecision(clusterId: string, decisionId: string) {
-    return guarded(async () => {
+  getDecision(clusterId: string, decisionId: string) {
+    return guarded(async (): Promise<StoredDecision | null> => {
       const { Item } = await this.client.send(
         new GetItemCommand({
           TableName: this.tableName,
           Key: decisionKey(clusterId, decisionId),
-          ProjectionExpression: "decisionId",
           ConsistentRead: true,
         }),
       );
-      return Item !== undefined;
+      if (!Item) return null;
+      return {
+        decisionId,
+        evaluatedAtMs: num(Item, "evaluatedAtMs"),
+        body: await this.readBody(clusterId, decisionPieces(decisionId), Item),
+      };
     });
   }
 

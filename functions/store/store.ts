@@ -15,6 +15,8 @@ export interface DecisionSummary {
   maxWaitExpiredBrokers: number[];
   /** The stored snapshot a tick ran on, so that the next tick waits for a newer one. */
   snapshotId?: string;
+  /** The tick job that ran it (see `tickKeyOf`), so that a redelivered job can publish it again. */
+  tickKey?: string;
 }
 
 /** When the run after a decision is due: its time plus the delay it asked for. */
@@ -46,6 +48,12 @@ export interface TickOutcome {
   decisionId?: string;
 }
 
+/** A tick job's run, saved with its state: the key orders a cluster's tick runs (see `tickKeyOf`). */
+export interface TickRun {
+  key: string;
+  outcome: TickOutcome;
+}
+
 export interface ClusterRecord {
   clusterId: string;
   /** Goes up by one per saved run (and per state reset); 0 before the first. */
@@ -55,6 +63,8 @@ export interface ClusterRecord {
   lastDecision: DecisionSummary | null;
   snapshot: SnapshotMeta | null;
   lastTick: TickOutcome | null;
+  /** The key of the last tick run saved; a job with this key or an earlier one does not run again. */
+  lastTickKey: string | null;
   createdAtMs: number;
   updatedAtMs: number;
 }
@@ -97,11 +107,19 @@ export interface Page<T> {
 export interface PacerStore {
   /** Reads a cluster strongly consistently; null if it was never configured or run. */
   getCluster(clusterId: string): Promise<ClusterRecord | null>;
-  /** Saves a run's state if the stored version is still `expectedVersion`; false if another run won. */
+  /** A cluster and the fleet's config, read together (one round trip), strongly consistently. */
+  getClusterAndFleet(
+    clusterId: string,
+  ): Promise<{ cluster: ClusterRecord | null; fleetConfig: ConfigOverrides }>;
+  /**
+   * Saves a run's state if the stored version is still `expectedVersion`; false if another run won.
+   * A tick's run also carries its tick key and outcome: it saves only if no run of that key, or of a
+   * later one, was saved before, so that a job delivered twice runs once.
+   */
   saveRun(
     clusterId: string,
     expectedVersion: number,
-    run: { state: PacerState; lastDecision: DecisionSummary; nowMs: number },
+    run: { state: PacerState; lastDecision: DecisionSummary; nowMs: number; tick?: TickRun },
   ): Promise<boolean>;
   putConfig(clusterId: string, config: ConfigOverrides, nowMs: number): Promise<void>;
   /** Removes the cluster (config, state, snapshot pointer); false if it is unknown. */
@@ -148,8 +166,8 @@ export interface PacerStore {
   ): Promise<boolean>;
   /** Gives up a claim whose run was not saved (with the staged answer of `unsavedDecisionId`, if any). */
   releaseIdempotency(clusterId: string, key: string, unsavedDecisionId?: string): Promise<void>;
-  /** Whether the decision was stored (and has not expired from the table). */
-  hasDecision(clusterId: string, decisionId: string): Promise<boolean>;
+  /** A stored decision, or null if it was never stored (or has expired from the table). */
+  getDecision(clusterId: string, decisionId: string): Promise<StoredDecision | null>;
 
   getFleetConfig(): Promise<ConfigOverrides>;
   putFleetConfig(config: ConfigOverrides, nowMs: number): Promise<void>;

@@ -52,17 +52,17 @@ describe("the stack", () => {
     });
   });
 
-  it("runs both functions on ARM64 Node.js with the table in their environment and 30-day logs", () => {
+  it("runs its three functions on ARM64 Node.js with the table in their environment and 30-day logs", () => {
     const functions = template.findResources("AWS::Lambda::Function");
     const pacer = Object.values(functions).filter((f) => f.Properties.Handler === "index.handler");
-    expect(pacer).toHaveLength(2);
+    expect(pacer).toHaveLength(3);
     for (const fn of pacer) {
       expect(fn.Properties).toMatchObject({ Runtime: "nodejs24.x", Architectures: ["arm64"] });
       expect(fn.Properties.Environment.Variables.PACER_TABLE).toEqual({
         Ref: expect.stringMatching(/^State/),
       });
     }
-    template.resourcePropertiesCountIs("AWS::Logs::LogGroup", { RetentionInDays: 30 }, 2);
+    template.resourcePropertiesCountIs("AWS::Logs::LogGroup", { RetentionInDays: 30 }, 3);
   });
 
   it("puts the API behind an IAM-authenticated Function URL, never an anonymous one", () => {
@@ -88,13 +88,46 @@ describe("the stack", () => {
     template.hasResourceProperties("AWS::Lambda::Function", {
       Handler: "index.handler",
       ReservedConcurrentExecutions: 1,
-      // Follows ramps for 50 s of each minute, so that runs 15 s apart are not held to the minute.
-      Environment: { Variables: Match.objectLike({ PACER_TICK_FOLLOW_SECONDS: "50" }) },
+      // A tick's window lasts until the next one: its jobs follow ramps within it.
+      Environment: { Variables: Match.objectLike({ PACER_TICK_WINDOW_SECONDS: "60" }) },
     });
   });
 
+  it("fans the tick out through SQS: a worker at bounded concurrency, failed jobs alone redelivered, then dead-lettered", () => {
+    template.hasResourceProperties("AWS::Lambda::EventSourceMapping", {
+      FunctionName: { Ref: Match.stringLikeRegexp("^Worker") },
+      EventSourceArn: { "Fn::GetAtt": [Match.stringLikeRegexp("^TickJobs"), "Arn"] },
+      BatchSize: 10,
+      FunctionResponseTypes: ["ReportBatchItemFailures"],
+      ScalingConfig: { MaximumConcurrency: 50 },
+    });
+    template.hasResourceProperties("AWS::SQS::Queue", {
+      // Six times the worker's 30 s timeout, AWS's advice for a Lambda source.
+      VisibilityTimeout: 180,
+      SqsManagedSseEnabled: true,
+      RedrivePolicy: {
+        deadLetterTargetArn: { "Fn::GetAtt": [Match.stringLikeRegexp("^TickJobDeadLetters"), "Arn"] },
+        maxReceiveCount: 3,
+      },
+    });
+    const queueUrl = { Ref: expect.stringMatching(/^TickJobs/) };
+    for (const name of ["Tick", "Worker"]) {
+      const fn = Object.entries(template.findResources("AWS::Lambda::Function")).find(([id]) =>
+        id.startsWith(name),
+      );
+      expect(fn?.[1].Properties.Environment.Variables.PACER_TICK_QUEUE_URL).toEqual(queueUrl);
+      const send = statementsOf(`${name}ServiceRole`).filter((s) =>
+        actionsOf([s]).includes("sqs:SendMessage"),
+      );
+      expect(send.map((s) => s.Resource)).toEqual([
+        { "Fn::GetAtt": [expect.stringMatching(/^TickJobs/), "Arn"] },
+      ]);
+    }
+    expect(actionsOf(statementsOf("ApiServiceRole")).filter((a) => a.startsWith("sqs:"))).toEqual([]);
+  });
+
   it("grants each function only the table actions the service uses, on this table and its index", () => {
-    for (const role of ["ApiServiceRole", "TickServiceRole"]) {
+    for (const role of ["ApiServiceRole", "TickServiceRole", "WorkerServiceRole"]) {
       const table = statementsOf(role).filter((s) => actionsOf([s]).some((a) => a.startsWith("dynamodb:")));
       expect(table).toHaveLength(1);
       expect(actionsOf(table)).toEqual([...TABLE_ACTIONS].sort());
@@ -103,15 +136,31 @@ describe("the stack", () => {
     }
   });
 
-  it("lets only the tick put events, and only on the service's bus", () => {
+  it("lets only the worker put events, and only on the service's bus", () => {
     expect(actionsOf(statementsOf("ApiServiceRole"))).not.toContain("events:PutEvents");
-    const [put] = statementsOf("TickServiceRole").filter((s) => actionsOf([s]).includes("events:PutEvents"));
+    expect(actionsOf(statementsOf("TickServiceRole"))).not.toContain("events:PutEvents");
+    const [put] = statementsOf("WorkerServiceRole").filter((s) =>
+      actionsOf([s]).includes("events:PutEvents"),
+    );
     expect(put?.Resource).toEqual({ "Fn::GetAtt": [expect.stringMatching(/^Decisions/), "Arn"] });
     template.resourceCountIs("AWS::Events::EventBus", 1);
   });
 
-  it("alarms on handler errors, dead letters and max-wait escapes", () => {
-    template.resourceCountIs("AWS::CloudWatch::Alarm", 4);
+  it("alarms on handler errors, dead letters, workers falling behind and max-wait escapes", () => {
+    template.resourceCountIs("AWS::CloudWatch::Alarm", 7);
+    template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      MetricName: "ApproximateNumberOfMessagesVisible",
+      Dimensions: [
+        {
+          Name: "QueueName",
+          Value: { "Fn::GetAtt": [Match.stringLikeRegexp("^TickJobDeadLetters"), "QueueName"] },
+        },
+      ],
+    });
+    template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      MetricName: "ApproximateAgeOfOldestMessage",
+      Threshold: 60,
+    });
     template.hasResourceProperties("AWS::CloudWatch::Alarm", {
       MetricName: "Errors",
       Namespace: "AWS/Lambda",
@@ -147,6 +196,12 @@ describe("the stack", () => {
         expect.stringContaining(`ClusterId,service} MetricName="${metric}"`),
       );
     expect(JSON.stringify(widgets)).toContain("FleetMaxWaitExpiredBrokerCount");
+    for (const queueMetric of [
+      "ApproximateAgeOfOldestMessage",
+      "NumberOfMessagesSent",
+      "ConcurrentExecutions",
+    ])
+      expect(JSON.stringify(widgets)).toContain(queueMetric);
     expect(widgets.filter((widget) => widget.type === "alarm")).toHaveLength(1);
   });
 });

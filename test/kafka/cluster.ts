@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import {
   closeSync,
@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { KafkaAdminClient } from "../../functions/kafka/admin.ts";
+import { mavenClasspath } from "../support/maven.ts";
 import { freePort } from "../support/processes.ts";
 
 /**
@@ -25,7 +26,6 @@ import { freePort } from "../support/processes.ts";
 
 const POM = resolve("test/kafka/pom.xml");
 const CACHE = resolve(".kafka");
-const CLASSPATH_FILE = join(CACHE, "classpath.txt");
 export const CONTROLLER_ID = 100;
 
 /** Every JVM started here, killed when this process exits however it exits: no orphaned brokers. */
@@ -35,27 +35,7 @@ process.once("exit", () => {
 });
 
 /** The jars' classpath, resolved by Maven the first time (and whenever the POM changes). */
-export function kafkaClasspath(): string {
-  const pom = readFileSync(POM, "utf8");
-  const stamp = join(CACHE, "pom.stamp");
-  const fresh =
-    existsSync(CLASSPATH_FILE) &&
-    existsSync(stamp) &&
-    readFileSync(stamp, "utf8") === pom &&
-    readFileSync(CLASSPATH_FILE, "utf8")
-      .split(":")
-      .every((jar) => existsSync(jar));
-  if (!fresh) {
-    mkdirSync(CACHE, { recursive: true });
-    execFileSync(
-      "mvn",
-      ["-q", "-B", "-f", POM, "dependency:build-classpath", `-Dmdep.outputFile=${CLASSPATH_FILE}`],
-      { stdio: ["ignore", "inherit", "inherit"] },
-    );
-    writeFileSync(stamp, pom);
-  }
-  return readFileSync(CLASSPATH_FILE, "utf8").trim();
-}
+export const kafkaClasspath = () => mavenClasspath(POM, CACHE);
 
 const LOG4J = `status = warn
 appender.file.type = Console

@@ -41,6 +41,31 @@ describe.each(STORE_KINDS)("the DynamoDB store on %s", (kind) => {
     });
   });
 
+  it("saves a tick's run only if no run of its key or a later one was saved, whatever the version", async () => {
+    const tick = (key: string, atMs: number) => ({ key, outcome: { atMs, outcome: "ran" as const } });
+    expect(await t.store.saveRun("k", 0, { ...run(10), tick: tick("000000000001000#0001", 10) })).toBe(true);
+    expect(await t.store.saveRun("k", 1, { ...run(11), tick: tick("000000000001000#0001", 11) })).toBe(false);
+    expect(await t.store.saveRun("k", 1, { ...run(12), tick: tick("000000000000500#0003", 12) })).toBe(false);
+    // A run without a tick key (the managed endpoint) is not held back by one.
+    expect(await t.store.saveRun("k", 1, run(13))).toBe(true);
+    expect(await t.store.saveRun("k", 2, { ...run(14), tick: tick("000000000001000#0002", 14) })).toBe(true);
+    expect(await t.store.getCluster("k")).toMatchObject({
+      version: 3,
+      lastTickKey: "000000000001000#0002",
+      lastTick: { atMs: 14, outcome: "ran" },
+    });
+  });
+
+  it("reads a cluster and the fleet config in one call", async () => {
+    await t.store.putFleetConfig({ "leader.imbalance.election.max.per.run": 20 }, 1);
+    await t.store.saveRun("both", 0, run(10));
+    expect(await t.store.getClusterAndFleet("both")).toMatchObject({
+      cluster: { clusterId: "both", version: 1 },
+      fleetConfig: { "leader.imbalance.election.max.per.run": 20 },
+    });
+    expect(await t.store.getClusterAndFleet("nobody")).toMatchObject({ cluster: null });
+  });
+
   it("keeps config and state apart: a config write neither bumps the version nor loses the state", async () => {
     await t.store.saveRun("c", 0, run(10));
     await t.store.putConfig("c", { "leader.imbalance.election.max.per.run": 7 }, 20);

@@ -8,11 +8,14 @@ import type { AddressInfo } from "node:net";
 export interface EventBridgeEndpoint {
   url: string;
   entries: { Source: string; DetailType: string; EventBusName: string; Detail: string }[];
+  /** How many of the next PutEvents calls fail with a 500 (an EventBridge outage). */
+  failNext: number;
   close(): Promise<void>;
 }
 
 export async function startEventBridgeEndpoint(): Promise<EventBridgeEndpoint> {
   const entries: EventBridgeEndpoint["entries"] = [];
+  const endpoint = { failNext: 0 };
   const server: Server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on("data", (chunk) => chunks.push(chunk));
@@ -20,6 +23,11 @@ export async function startEventBridgeEndpoint(): Promise<EventBridgeEndpoint> {
       const target = request.headers["x-amz-target"];
       if (target !== "AWSEvents.PutEvents") {
         response.writeHead(400).end(JSON.stringify({ __type: "UnknownOperationException" }));
+        return;
+      }
+      if (endpoint.failNext > 0) {
+        endpoint.failNext--;
+        response.writeHead(500).end(JSON.stringify({ __type: "InternalException" }));
         return;
       }
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
@@ -34,9 +42,9 @@ export async function startEventBridgeEndpoint(): Promise<EventBridgeEndpoint> {
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
+  return Object.assign(endpoint, {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     entries,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  });
 }

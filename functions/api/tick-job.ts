@@ -1,0 +1,174 @@
+import { effectiveConfig } from "../../schemas/config.ts";
+import { validateSnapshot } from "../../schemas/snapshot.ts";
+import { INITIAL_STATE } from "../../schemas/state.ts";
+import { evaluate } from "../policy/run.ts";
+import { type ClusterRecord, nextRunDueAtMs, type PacerStore, type TickOutcome } from "../store/store.ts";
+import {
+  type ManagedAnswer,
+  newDecisionId,
+  type RunObserver,
+  storeDecision,
+  summaryOf,
+} from "./managed-run.ts";
+import {
+  type JobQueue,
+  midRampDueAtMs,
+  type SkipOutcome,
+  skipChanged,
+  skipReason,
+  type TickJob,
+  tickKeyOf,
+} from "./tick.ts";
+
+/**
+ * The worker's part of a tick: one cluster's run. A queue delivers a job at least once, so the run
+ * is saved only if no run of its tick key (or a later one) was saved before: the key goes into the
+ * same conditional write as the state. A ticked cluster costs four store calls: read the cluster,
+ * read its snapshot, save the run, store the decision.
+ */
+
+/** Where a decision with elections goes: EventBridge on AWS, the log locally. */
+export interface DecisionPublisher {
+  publish(clusterId: string, answer: ManagedAnswer): Promise<void>;
+}
+
+export interface TickWorker {
+  store: PacerStore;
+  queue: JobQueue;
+  clock: () => number;
+  publisher?: DecisionPublisher;
+  observer?: RunObserver;
+  decisionTtlMs: number;
+  /** How long a ramp's next run waits before it looks again for the agent's newer snapshot. */
+  snapshotPollMs?: number;
+}
+
+export interface JobResult extends TickOutcome {
+  clusterId: string;
+  run: number;
+  elections: number;
+  /** "replayed": a run of this key was saved before (a job delivered again); "gone": the cluster was deleted. */
+  status: "done" | "replayed" | "gone";
+}
+
+const DEFAULT_SNAPSHOT_POLL_MS = 2_000;
+/** Runs that lose the race to save to another run (a managed run, say) before the job gives up. */
+const MAX_ATTEMPTS = 5;
+
+/** Runs one job; throws when the store fails, so that the queue delivers it again. */
+export async function runTickJob(job: TickJob, worker: TickWorker): Promise<JobResult> {
+  const { store, clock } = worker;
+  const key = tickKeyOf(job);
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const record = await store.getCluster(job.clusterId);
+    const nowMs = clock();
+    const result = (
+      outcome: TickOutcome,
+      status: JobResult["status"] = "done",
+      elections = 0,
+    ): JobResult => ({
+      clusterId: job.clusterId,
+      run: job.run,
+      ...outcome,
+      elections,
+      status,
+    });
+    if (record === null) return result({ atMs: nowMs, outcome: "no-snapshot" }, "gone");
+    if (record.lastTickKey !== null && record.lastTickKey >= key) {
+      await publishAgain(record, key, worker);
+      return result({ atMs: nowMs, outcome: "ran", decisionId: record.lastDecision?.decisionId }, "replayed");
+    }
+
+    const config = effectiveConfig(job.fleetConfig, record.config);
+    const skipped = skipReason(record, config, nowMs);
+    if (skipped !== null) return result(await skip(job, record, skipped, worker));
+    const snapshot = record.snapshot;
+    const text = snapshot && (await store.getSnapshot(job.clusterId, snapshot));
+    if (!snapshot || !text) {
+      const expired: TickOutcome = { atMs: nowMs, outcome: "stale-snapshot", detail: "snapshot expired" };
+      await store.recordTick(job.clusterId, expired);
+      return result(expired);
+    }
+    const parsed = validateSnapshot(JSON.parse(text));
+    if (!parsed.ok) throw new Error(`the stored snapshot of ${job.clusterId} no longer validates`);
+
+    const answer = evaluate({
+      snapshot: parsed.value,
+      config,
+      state: record.state ?? INITIAL_STATE,
+      nowMs,
+      explain: false,
+    });
+    const decisionId = newDecisionId(nowMs);
+    const ran: TickOutcome = { atMs: nowMs, outcome: "ran", decisionId };
+    // A deferred run changes no state: only its outcome is written, and running it twice is harmless.
+    const saves = answer.deferred === null;
+    const managed: ManagedAnswer = {
+      ...answer,
+      decisionId,
+      evaluatedAtMs: nowMs,
+      stateVersion: saves ? record.version + 1 : record.version,
+    };
+    if (saves) {
+      const lastDecision = summaryOf(answer, decisionId, nowMs, {
+        snapshotId: snapshot.snapshotId,
+        tickKey: key,
+      });
+      const tick = { key, outcome: ran };
+      if (
+        !(await store.saveRun(job.clusterId, record.version, {
+          state: answer.state,
+          lastDecision,
+          nowMs,
+          tick,
+        }))
+      )
+        continue; // another run saved first, or this job's key did: read again and see which
+      await storeDecision(store, job.clusterId, managed, worker.decisionTtlMs);
+    } else {
+      await store.recordTick(job.clusterId, ran);
+    }
+    worker.observer?.runCompleted(job.clusterId, managed);
+    if (managed.elections.length > 0) await worker.publisher?.publish(job.clusterId, managed);
+    if (managed.moreWorkRemains)
+      await followUp({ ...job, run: job.run + 1 }, nextRunDueAtMs(managed), worker);
+    return result(ran, "done", managed.elections.length);
+  }
+  throw new Error(`${job.clusterId}: ${MAX_ATTEMPTS} attempts lost the race to save the tick's run`);
+}
+
+/**
+ * Nothing to run now. A ramp mid-way is looked at again within the window: when its next run is due,
+ * or, when the agent has not stored a newer snapshot yet, shortly.
+ */
+async function skip(job: TickJob, record: ClusterRecord, skipped: SkipOutcome, worker: TickWorker) {
+  const nowMs = worker.clock();
+  const outcome: TickOutcome = { atMs: nowMs, outcome: skipped };
+  const dueAtMs = midRampDueAtMs(record, skipped);
+  if (dueAtMs !== null) {
+    const pollMs = worker.snapshotPollMs ?? DEFAULT_SNAPSHOT_POLL_MS;
+    await followUp(job, skipped === "not-due" ? dueAtMs : nowMs + pollMs, worker);
+  }
+  // A follow-up that finds nothing new tells nobody: only the tick's own run records its skip.
+  if (job.run === 1 && skipChanged(record, skipped)) await worker.store.recordTick(job.clusterId, outcome);
+  return outcome;
+}
+
+/** Queues the job for `atMs`, unless that is past the tick's window: the next tick takes over then. */
+async function followUp(job: TickJob, atMs: number, worker: TickWorker) {
+  if (atMs >= job.untilMs) return;
+  await worker.queue.send([{ job, delayMs: Math.max(0, atMs - worker.clock()) }]);
+}
+
+/**
+ * A job delivered again after its run was saved: the first delivery may have died before it
+ * published, so the stored decision is published again (consumers deduplicate on decisionId). If it
+ * died before the decision was stored, its batch is lost: nothing is elected, which is safe, and the
+ * next run chooses again.
+ */
+async function publishAgain(record: ClusterRecord, key: string, worker: TickWorker) {
+  const last = record.lastDecision;
+  if (!worker.publisher || last?.tickKey !== key || last.electionCount === 0) return;
+  const stored = await worker.store.getDecision(record.clusterId, last.decisionId);
+  if (stored) await worker.publisher.publish(record.clusterId, JSON.parse(stored.body) as ManagedAnswer);
+}

@@ -1,0 +1,30 @@
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+/**
+ * The classpath of the jars a POM names, resolved by Maven from Maven Central the first time (and
+ * whenever the POM changes) and kept in `cacheDir`.
+ */
+export function mavenClasspath(pomPath: string, cacheDir: string): string {
+  const classpathFile = join(cacheDir, "classpath.txt");
+  const stamp = join(cacheDir, "pom.stamp");
+  const pom = readFileSync(pomPath, "utf8");
+  const fresh =
+    existsSync(classpathFile) &&
+    existsSync(stamp) &&
+    readFileSync(stamp, "utf8") === pom &&
+    readFileSync(classpathFile, "utf8")
+      .split(":")
+      .every((jar) => existsSync(jar));
+  if (!fresh) {
+    mkdirSync(cacheDir, { recursive: true });
+    execFileSync(
+      "mvn",
+      ["-q", "-B", "-f", pomPath, "dependency:build-classpath", `-Dmdep.outputFile=${classpathFile}`],
+      { stdio: ["ignore", "inherit", "inherit"] },
+    );
+    writeFileSync(stamp, pom);
+  }
+  return readFileSync(classpathFile, "utf8").trim();
+}
