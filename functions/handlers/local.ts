@@ -10,6 +10,7 @@ import { dynamoClient, ensureTable } from "../store/client.ts";
 import { DynamoStore } from "../store/dynamo-store.ts";
 import { startEmbeddedStore } from "../store/embedded.ts";
 import type { PacerStore } from "../store/store.ts";
+import { startSweeper } from "../store/sweeper.ts";
 import { PrometheusObserver } from "./prometheus.ts";
 
 export interface LocalServerOptions {
@@ -26,11 +27,16 @@ export interface LocalServerOptions {
   tickSeconds: number;
   /** Clusters a tick runs at once; default {@link DEFAULT_TICK_CONCURRENCY}. */
   tickConcurrency?: number;
+  /** Seconds between sweeps of expired items from the embedded store; default 600. */
+  sweepSeconds?: number;
   /** Bodies of at least this many bytes are parsed and run in a worker thread; 0 = never. */
   workerMinBytes?: number;
   /** Socket timeouts; see {@link SOCKET_TIMEOUTS}. */
   timeouts?: Partial<typeof SOCKET_TIMEOUTS>;
 }
+
+/** Expired items wait at most this long for the disk to be given back. */
+export const DEFAULT_SWEEP_SECONDS = 600;
 
 /** Each job waits on the store about four times: 16 at once keep two cores busy. */
 export const DEFAULT_TICK_CONCURRENCY = 16;
@@ -67,6 +73,7 @@ export function optionsFromEnvironment(env: NodeJS.ProcessEnv): LocalServerOptio
     maxBodyBytes: Number(env.PACER_MAX_BODY_BYTES ?? DEFAULT_MAX_BODY_BYTES),
     tickSeconds: Number(env.PACER_TICK_SECONDS ?? 60),
     tickConcurrency: Number(env.PACER_TICK_CONCURRENCY ?? DEFAULT_TICK_CONCURRENCY),
+    sweepSeconds: Number(env.PACER_SWEEP_SECONDS ?? DEFAULT_SWEEP_SECONDS),
     workerMinBytes: Number(env.PACER_WORKER_MIN_BYTES ?? DEFAULT_WORKER_MIN_BYTES),
   };
 }
@@ -94,6 +101,18 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   });
   const timeouts = { ...SOCKET_TIMEOUTS, ...options.timeouts };
   const ticker = options.tickSeconds > 0 ? startTicker(store, metrics, options) : undefined;
+  // dynalite has no TTL: without a sweeper the embedded store's disk would only grow.
+  const sweeper = embedded
+    ? startSweeper(
+        client,
+        options.tableName,
+        (options.sweepSeconds ?? DEFAULT_SWEEP_SECONDS) * 1000,
+        (outcome) => {
+          if ("error" in outcome)
+            console.error(JSON.stringify({ message: "sweep failed", error: outcome.error.message }));
+        },
+      )
+    : undefined;
 
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
     const started = serve(
@@ -116,6 +135,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     url: `http://${options.host}:${port}`,
     close: async () => {
       await ticker?.stop();
+      await sweeper?.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await offload?.close();
       client.destroy();

@@ -34,7 +34,9 @@ export const MAX_STORED_BODY_BYTES = 350_000;
 const BATCH_WRITE_LIMIT = 25;
 /** A snapshot may take this many items: 5.6 MB of gzip'd JSON, tens of MB of snapshot. */
 export const MAX_SNAPSHOT_CHUNKS = 16;
+/** The latest snapshot lives a day (`pacer.snapshot.max.age.ms` may be that long); a replaced one, minutes. */
 const SNAPSHOT_CHUNK_TTL_MS = 86_400_000;
+const REPLACED_SNAPSHOT_TTL_MS = 10 * 60_000;
 const FLEET_KEY = { [TABLE.partitionKey]: { S: "fleet" }, [TABLE.sortKey]: { S: "config" } };
 
 export class SnapshotTooLargeError extends Error {
@@ -492,8 +494,9 @@ export class DynamoStore implements PacerStore {
     const expiresAt = expiry(meta.receivedAtMs + SNAPSHOT_CHUNK_TTL_MS);
     const chunks = await this.writePieces(clusterId, `snapshot#${meta.snapshotId}#`, gzipped, expiresAt);
     const stored: SnapshotMeta = { ...meta, chunks, compressedBytes: gzipped.length };
-    await conditionally(() =>
-      this.client.send(
+    let replaced: SnapshotMeta | null = null;
+    await conditionally(async () => {
+      const { Attributes } = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: clusterKey(clusterId),
@@ -507,10 +510,35 @@ export class DynamoStore implements PacerStore {
             ":received": n(meta.receivedAtMs),
             ...identityValues(clusterId, meta.receivedAtMs),
           },
+          ReturnValues: "UPDATED_OLD",
         }),
-      ),
-    );
+      );
+      replaced = Attributes ? parsed<SnapshotMeta | null>(Attributes, "snapshot", null) : null;
+    });
+    const old = replaced as SnapshotMeta | null;
+    if (old && old.snapshotId !== meta.snapshotId)
+      await this.retireSnapshot(clusterId, old, meta.receivedAtMs);
     return stored;
+  }
+
+  /**
+   * A replaced snapshot is kept a little longer, for a reader that looked it up just before, then
+   * expires: a cluster's stored snapshots stay a handful, however often its agent uploads.
+   */
+  private async retireSnapshot(clusterId: string, replaced: SnapshotMeta, nowMs: number) {
+    const expiresAt = expiry(nowMs + REPLACED_SNAPSHOT_TTL_MS);
+    for (let k = 0; k < replaced.chunks; k++)
+      await conditionally(() =>
+        this.client.send(
+          new UpdateItemCommand({
+            TableName: this.tableName,
+            Key: itemKey(clusterId, `snapshot#${replaced.snapshotId}#${String(k).padStart(3, "0")}`),
+            UpdateExpression: `SET ${TABLE.ttlAttribute} = :expiresAt`,
+            ConditionExpression: `attribute_exists(${TABLE.partitionKey}) AND ${TABLE.ttlAttribute} > :expiresAt`,
+            ExpressionAttributeValues: { ":expiresAt": expiresAt },
+          }),
+        ),
+      );
   }
 
   async getSnapshot(clusterId: string, meta: SnapshotMeta) {
