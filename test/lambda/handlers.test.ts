@@ -3,10 +3,9 @@ import type { Context } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHttpHandler } from "../../functions/handlers/lambda-http.ts";
 import { preferredPartitionsOf, snapshotOf, WAIT_FOR_SYNC } from "../support/cluster.ts";
-import { type EventBridgeEndpoint, startEventBridgeEndpoint } from "../support/eventbridge.ts";
 import { openStore, type TestStore } from "../support/stores.ts";
 
-/** The Lambda handlers, invoked with the events AWS sends, against DynamoDB Local. */
+/** The HTTP Lambda handler, invoked with the events AWS sends, against DynamoDB Local (test/sqs: the tick and worker). */
 
 /** The event shape hono's Lambda adapter takes: API Gateway HTTP API v2, which Function URLs send too. */
 type FunctionUrlEvent = Parameters<ReturnType<typeof createHttpHandler>>[0];
@@ -72,24 +71,12 @@ async function captureStdout<T>(run: () => Promise<T>): Promise<{ result: T; lin
 }
 
 let backing: TestStore;
-let eventBridge: EventBridgeEndpoint;
 let env: Record<string, string>;
 beforeAll(async () => {
   backing = await openStore("DynamoDB Local");
-  eventBridge = await startEventBridgeEndpoint();
-  env = {
-    PACER_TABLE: backing.tableName,
-    DYNAMODB_ENDPOINT: backing.endpoint,
-    PACER_EVENT_BUS: "leadership-pacer",
-    EVENTBRIDGE_ENDPOINT: eventBridge.url,
-    // One pass per tick, except in the tests of follow-ups, which bring a clock that moves.
-    PACER_TICK_FOLLOW_SECONDS: "0",
-  };
+  env = { PACER_TABLE: backing.tableName, DYNAMODB_ENDPOINT: backing.endpoint };
 });
-afterAll(async () => {
-  await backing.close();
-  await eventBridge.close();
-});
+afterAll(() => backing.close());
 
 describe("the HTTP handler", () => {
   it("serves a managed run from a Function URL event and emits its metrics as EMF", async () => {
