@@ -22,6 +22,7 @@ export const DecisionSummary = z
     gatedBrokers: z.array(z.number().int()),
     maxWaitExpiredBrokers: z.array(z.number().int()),
     snapshotId: z.string().optional().describe("The stored snapshot a tick ran on"),
+    tickKey: z.string().optional().describe("The tick job that ran it: <scheduled time>#<run>"),
   })
   .meta({ id: "DecisionSummary" });
 
