@@ -5,7 +5,7 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     // The real-Kafka suite runs on its own afterwards (vitest.kafka.config.ts).
     exclude: ["test/kafka/**"],
-    globalSetup: ["test/setup/dynamodb-local.ts", "test/setup/elasticmq.ts"],
+    globalSetup: ["test/setup/dynamodb-local.ts", "test/setup/elasticmq.ts", "test/setup/chromium.ts"],
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
     testTimeout: 60_000,
     hookTimeout: 180_000,

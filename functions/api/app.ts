@@ -10,6 +10,7 @@ import {
 import { invalidInput, type ProblemDetails, problem, validateWith } from "../../schemas/problems.ts";
 import { CLUSTER_ID, validateManagedRequest } from "../../schemas/request.ts";
 import { validateSnapshot } from "../../schemas/snapshot.ts";
+import { addConsole } from "../console/routes.ts";
 import { SnapshotTooLargeError } from "../store/dynamo-store.ts";
 import {
   type ClusterRecord,
@@ -191,6 +192,7 @@ export function createApp(options: AppOptions): Hono<Env> {
     return c.json({ status: "ok" });
   });
   app.get("/openapi.json", (c) => c.json(openApiDocument()));
+  addConsole(app, { store, clock, auth });
   const { metricsText } = options;
   if (metricsText) {
     app.get("/metrics", async (c) =>

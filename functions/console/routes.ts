@@ -1,0 +1,231 @@
+import type { Context, Hono } from "hono";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { ConfigOverrides as ConfigOverridesSchema, effectiveConfig } from "../../schemas/config.ts";
+import { validateWith } from "../../schemas/problems.ts";
+import { CLUSTER_ID } from "../../schemas/request.ts";
+import { validateSnapshot } from "../../schemas/snapshot.ts";
+import { INITIAL_STATE } from "../../schemas/state.ts";
+import { mayAccess, type TokenAuth } from "../api/auth.ts";
+import { evaluate } from "../policy/run.ts";
+import type { ClusterRecord, PacerStore } from "../store/store.ts";
+import { CONSOLE_CSS, CONSOLE_JS } from "./assets.ts";
+import { type Html, html } from "./html.ts";
+import {
+  clusterPage,
+  FLEET_SORTS,
+  type FleetQuery,
+  type FleetSort,
+  fleetPage,
+  fleetRowOf,
+  fleetTable,
+  layout,
+  loginPage,
+  type StoredAnswer,
+  whatIfPage,
+} from "./pages.ts";
+import { CLUSTER_STATES, type ClusterState, clusterStateOf } from "./state.ts";
+
+/**
+ * The web console: the fleet, a cluster's way back, and what-if runs, as pages of the same app. It
+ * reads what the API reads and writes nothing. With tokens configured it asks for one, keeps it in
+ * an HttpOnly, SameSite=Strict cookie, and shows only the clusters the token may see.
+ */
+
+const COOKIE = "pacer_token";
+/** The console reads the whole listing per view: fine for thousands of clusters, one query per 100. */
+const MAX_CLUSTERS = 20_000;
+const DECISIONS_SHOWN = 100;
+
+export interface ConsoleOptions {
+  store: PacerStore;
+  clock: () => number;
+  auth?: TokenAuth;
+}
+
+type Viewer = { patterns: RegExp[] | null; signedIn: boolean };
+
+// biome-ignore lint/suspicious/noExplicitAny: the console needs none of the app's own variables
+export function addConsole(app: Hono<any>, options: ConsoleOptions): void {
+  const { store, clock, auth } = options;
+  const page = (c: Context, body: Html, status = 200) =>
+    c.html(body.text, status as 200, { "cache-control": "no-store" });
+
+  /** Who is looking: everyone when auth is off; else the cookie's token, or a sign-in page. */
+  const viewerOf = (c: Context): Viewer | null => {
+    if (!auth) return { patterns: null, signedIn: false };
+    const token = getCookie(c, COOKIE);
+    const scope = token ? auth.scopeOf(`Bearer ${token}`) : null;
+    return scope ? { patterns: scope.patterns, signedIn: true } : null;
+  };
+  const signIn = (c: Context) => page(c, loginPage(), 401);
+  const mayView = (viewer: Viewer, clusterId: string) =>
+    !viewer.patterns || mayAccess(viewer.patterns, clusterId);
+
+  app.get("/console/console.css", (c) =>
+    c.body(CONSOLE_CSS, 200, { "content-type": "text/css; charset=utf-8" }),
+  );
+  app.get("/console/console.js", (c) =>
+    c.body(CONSOLE_JS, 200, { "content-type": "text/javascript; charset=utf-8" }),
+  );
+
+  app.post("/console/login", async (c) => {
+    if (!auth) return c.redirect("/", 303);
+    const form = await c.req.parseBody();
+    const token = typeof form.token === "string" ? form.token.trim() : "";
+    if (!auth.scopeOf(`Bearer ${token}`)) return page(c, loginPage("That token is not known here."), 401);
+    setCookie(c, COOKIE, token, {
+      httpOnly: true,
+      sameSite: "Strict",
+      path: "/",
+      secure: new URL(c.req.url).protocol === "https:",
+      maxAge: 12 * 3600,
+    });
+    return c.redirect("/", 303);
+  });
+  app.post("/console/logout", (c) => {
+    deleteCookie(c, COOKIE, { path: "/" });
+    return c.redirect("/", 303);
+  });
+
+  app.get("/", async (c) => {
+    const viewer = viewerOf(c);
+    if (!viewer) return signIn(c);
+    const query = fleetQueryOf(c);
+    const nowMs = clock();
+    const fleetConfig = await store.getFleetConfig();
+    const rows = (await allClusters(store))
+      .filter((record) => mayView(viewer, record.clusterId))
+      .map((record) => {
+        const config = effectiveConfig(fleetConfig, record.config);
+        return fleetRowOf(record, config, clusterStateOf(record, config, nowMs), nowMs);
+      });
+    if (c.req.query("fragment") === "table") return c.html(fleetTable(rows, query, nowMs).text);
+    return page(c, fleetPage(rows, query, nowMs, viewer.signedIn));
+  });
+
+  /** The cluster named in the path, if the viewer may see it; else the page to answer with. */
+  const clusterFor = async (c: Context, viewer: Viewer): Promise<ClusterRecord | Response> => {
+    const clusterId = c.req.param("clusterId") ?? "";
+    const notFound = () =>
+      page(
+        c,
+        layout("Not found", htmlText(`No cluster “${clusterId}” here.`), { signedIn: viewer.signedIn }),
+        404,
+      );
+    if (!CLUSTER_ID.test(clusterId)) return notFound();
+    if (!mayView(viewer, clusterId))
+      return page(
+        c,
+        layout("Forbidden", htmlText(`This token may not see cluster “${clusterId}”.`), {
+          signedIn: viewer.signedIn,
+        }),
+        403,
+      );
+    return (await store.getCluster(clusterId)) ?? notFound();
+  };
+
+  app.get("/clusters/:clusterId", async (c) => {
+    const viewer = viewerOf(c);
+    if (!viewer) return signIn(c);
+    const record = await clusterFor(c, viewer);
+    if (record instanceof Response) return record;
+    const nowMs = clock();
+    const fleetConfig = await store.getFleetConfig();
+    const config = effectiveConfig(fleetConfig, record.config);
+    const decisions = (await store.listDecisions(record.clusterId, { limit: DECISIONS_SHOWN, nowMs })).map(
+      (d) => JSON.parse(d.body) as StoredAnswer,
+    );
+    return page(
+      c,
+      clusterPage({
+        record,
+        fleetConfig,
+        config,
+        state: clusterStateOf(record, config, nowMs),
+        decisions,
+        nowMs,
+        signedIn: viewer.signedIn,
+      }),
+    );
+  });
+
+  const whatIf = async (c: Context, overridesText: string | null) => {
+    const viewer = viewerOf(c);
+    if (!viewer) return signIn(c);
+    const record = await clusterFor(c, viewer);
+    if (record instanceof Response) return record;
+    const clusterId = record.clusterId;
+    const shown = overridesText ?? JSON.stringify(record.config, null, 1);
+    const answer = (problem: string, status: number) =>
+      page(c, whatIfPage({ clusterId, overrides: shown, problem, signedIn: viewer.signedIn }), status);
+    if (overridesText === null)
+      return page(c, whatIfPage({ clusterId, overrides: shown, signedIn: viewer.signedIn }));
+
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(overridesText);
+    } catch {
+      return answer('The overrides are not JSON: write an object such as {"key": value}.', 400);
+    }
+    const overrides = validateWith(ConfigOverridesSchema, parsed);
+    if (!overrides.ok)
+      return answer(overrides.problems.map((p) => `${p.pointer || "config"}: ${p.detail}`).join("; "), 400);
+    const text = record.snapshot && (await store.getSnapshot(clusterId, record.snapshot));
+    if (!text) return answer("The cluster has no stored snapshot to run: its agent uploads one.", 409);
+    const snapshot = validateSnapshot(JSON.parse(text));
+    if (!snapshot.ok) return answer("The stored snapshot no longer validates.", 409);
+    const fleetConfig = await store.getFleetConfig();
+    const run = (config: ReturnType<typeof effectiveConfig>) =>
+      evaluate({
+        snapshot: snapshot.value,
+        config,
+        state: record.state ?? INITIAL_STATE,
+        nowMs: clock(),
+        explain: false,
+      });
+    return page(
+      c,
+      whatIfPage({
+        clusterId,
+        overrides: overridesText,
+        signedIn: viewer.signedIn,
+        result: {
+          current: run(effectiveConfig(fleetConfig, record.config)),
+          proposed: run(effectiveConfig(fleetConfig, record.config, overrides.value)),
+        },
+      }),
+    );
+  };
+  app.get("/clusters/:clusterId/what-if", (c) => whatIf(c, null));
+  app.post("/clusters/:clusterId/what-if", async (c) => {
+    const form = await c.req.parseBody();
+    return whatIf(c, typeof form.overrides === "string" ? form.overrides : "");
+  });
+}
+
+const htmlText = (text: string): Html => html`<p>${text}</p>`;
+
+async function allClusters(store: PacerStore): Promise<ClusterRecord[]> {
+  const records: ClusterRecord[] = [];
+  let cursor: string | undefined;
+  do {
+    const next = await store.listClusters(100, cursor);
+    records.push(...next.items);
+    cursor = next.cursor;
+  } while (cursor && records.length < MAX_CLUSTERS);
+  return records;
+}
+
+function fleetQueryOf(c: Context): FleetQuery {
+  const rawSort = c.req.query("sort") ?? "state";
+  const descending = rawSort.startsWith("-");
+  const sort = rawSort.replace(/^-/, "");
+  const state = c.req.query("state") ?? "";
+  return {
+    q: (c.req.query("q") ?? "").slice(0, 128),
+    state: (CLUSTER_STATES as readonly string[]).includes(state) ? (state as ClusterState) : "",
+    sort: sort in FLEET_SORTS ? (sort as FleetSort) : "state",
+    descending,
+    page: Math.max(1, Number.parseInt(c.req.query("page") ?? "1", 10) || 1),
+  };
+}

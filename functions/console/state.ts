@@ -1,0 +1,43 @@
+import {
+  type ConfigOverrides,
+  DEFAULT_CONFIG,
+  type EffectiveConfig,
+  effectiveConfig,
+} from "../../schemas/config.ts";
+import type { ClusterRecord } from "../store/store.ts";
+
+/** What the console says of a cluster at a glance, most urgent first. */
+export const CLUSTER_STATES = [
+  "failing",
+  "gated",
+  "ramping",
+  "recovering",
+  "stale snapshot",
+  "ticking off",
+  "idle",
+] as const;
+export type ClusterState = (typeof CLUSTER_STATES)[number];
+
+export function clusterStateOf(record: ClusterRecord, config: EffectiveConfig, nowMs: number): ClusterState {
+  const last = record.lastDecision;
+  if (record.lastTick?.outcome === "failed") return "failing";
+  if (last && last.gatedBrokers.length > 0) return "gated";
+  if (last?.moreWorkRemains) return "ramping";
+  if (last && last.electionCount > 0) return "recovering";
+  if (!config["pacer.tick.enabled"]) return "ticking off";
+  const ageMs = record.snapshot ? nowMs - record.snapshot.receivedAtMs : Number.POSITIVE_INFINITY;
+  if (ageMs > config["pacer.snapshot.max.age.ms"]) return "stale snapshot";
+  return "idle";
+}
+
+export type ConfigSource = "default" | "fleet" | "cluster";
+
+/** Each effective value and the layer it comes from. */
+export function configWithSources(fleet: ConfigOverrides, cluster: ConfigOverrides) {
+  const effective = effectiveConfig(fleet, cluster);
+  return Object.keys(DEFAULT_CONFIG).map((key) => {
+    const name = key as keyof EffectiveConfig;
+    const source: ConfigSource = name in cluster ? "cluster" : name in fleet ? "fleet" : "default";
+    return { key: name, value: effective[name], source };
+  });
+}

@@ -1,0 +1,233 @@
+import { mkdirSync } from "node:fs";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { TokenAuth } from "../../functions/api/auth.ts";
+import type { Election } from "../../schemas/answer.ts";
+import type { ConfigOverrides } from "../../schemas/config.ts";
+import { afterElections, preferredPartitionsOf, snapshotOf } from "../support/cluster.ts";
+import { openServer } from "../support/stores.ts";
+
+/**
+ * The web console in a real browser (Debian's Chromium through playwright-core) against a server
+ * whose state comes from a recovery replayed through the managed endpoint. Screenshots are kept in
+ * report/console/.
+ */
+
+const SCREENSHOTS = "report/console";
+const PACED: ConfigOverrides = {
+  "leader.imbalance.election.algorithm": "wait-for-sync",
+  "leader.imbalance.election.wait.for.sync.threshold.percent": 5,
+  "leader.imbalance.election.max.per.run": 20,
+};
+/** Broker 1 back after a restart, catching up: 40, then 25, then 12 of its 100 partitions behind. */
+const recoveringSnapshot = (outOfSync: number) => snapshotOf(preferredPartitionsOf(1, 100, { outOfSync }));
+
+type Server = Awaited<ReturnType<typeof openServer>>;
+
+async function call(server: Server, method: string, path: string, body: unknown, token?: string) {
+  const response = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(body),
+  });
+  expect(response.status, `${method} ${path}`).toBe(200);
+}
+
+async function replayRecovery(server: Server, clusterId: string, token?: string) {
+  await call(server, "PUT", `/v1/clusters/${clusterId}/config`, PACED, token);
+  for (const outOfSync of [40, 25, 12])
+    await call(
+      server,
+      "POST",
+      `/v1/clusters/${clusterId}/evaluate`,
+      { snapshot: recoveringSnapshot(outOfSync) },
+      token,
+    );
+  await call(server, "PUT", `/v1/clusters/${clusterId}/snapshot`, recoveringSnapshot(12), token);
+}
+
+let browser: Browser;
+beforeAll(async () => {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: inject("chromiumPath"),
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+    ],
+  });
+});
+afterAll(() => browser?.close());
+
+/** A page at laptop size that fails the test on any request leaving the server. */
+async function openPage(server: Server): Promise<{ page: Page; foreign: string[] }> {
+  const page = await browser.newPage({ viewport: { width: 1366, height: 900 } });
+  const foreign: string[] = [];
+  page.on("request", (request) => {
+    if (!request.url().startsWith(server.url)) foreign.push(request.url());
+  });
+  return { page, foreign };
+}
+
+describe("the console, without tokens", () => {
+  let server: Server;
+  beforeAll(async () => {
+    server = await openServer("dynalite");
+    await replayRecovery(server, "recovering-1");
+    await call(server, "POST", "/v1/clusters/calm-2/evaluate", {
+      snapshot: snapshotOf(preferredPartitionsOf(3, 10)),
+    });
+    // A whole way back: gated while behind, two clear runs, then 20 moves a run until it leads all.
+    await call(server, "PUT", "/v1/clusters/back-3/config", PACED);
+    let snapshot = recoveringSnapshot(40);
+    for (const outOfSync of [40, 25, 12, 4, 2, 0, 0, 0, 0, 0, 0, 0]) {
+      const caughtUp = recoveringSnapshot(outOfSync);
+      const leaders = snapshot.partitions.map((p) => p.leader);
+      snapshot = {
+        ...caughtUp,
+        partitions: caughtUp.partitions.map((p, i) => ({ ...p, leader: leaders[i] ?? p.leader })),
+      };
+      const response = await fetch(`${server.url}/v1/clusters/back-3/evaluate`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ snapshot }),
+      });
+      expect(response.status).toBe(200);
+      snapshot = afterElections(snapshot, (await response.json()) as { elections: Election[] });
+    }
+  });
+  afterAll(() => server.close());
+
+  it("shows the fleet with each cluster's state, sorts by keyboard, filters by state", async () => {
+    const { page, foreign } = await openPage(server);
+    await page.goto(`${server.url}/`);
+    const gatedRow = page.locator("tr[data-cluster='recovering-1']");
+    await expect(gatedRow.locator(".state").textContent()).resolves.toBe("gated");
+    await expect(gatedRow.locator("td").nth(1).textContent()).resolves.toBe("1");
+    await expect(page.locator("tr[data-cluster='calm-2'] .state").textContent()).resolves.toBe("recovering");
+    await expect(page.locator("tr[data-cluster='back-3'] .state").textContent()).resolves.toBe("ticking off");
+    // Most urgent first by default; the cluster column sorts by id, reached and followed by keyboard.
+    await expect(page.locator("tbody tr").first().getAttribute("data-cluster")).resolves.toBe("recovering-1");
+    await page.getByRole("link", { name: "cluster", exact: true }).focus();
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/sort=cluster/);
+    await expect(page.locator("tbody tr").first().getAttribute("data-cluster")).resolves.toBe("back-3");
+    await page.getByLabel("State").selectOption("gated");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.waitForURL(/state=gated/);
+    await expect(page.locator("tbody tr").count()).resolves.toBe(1);
+    await page.screenshot({ path: `${SCREENSHOTS}/fleet.png`, fullPage: true });
+    expect(foreign).toEqual([]);
+    await page.close();
+  });
+
+  it("shows a recovering cluster: the gated broker and why, and a chart point per run", async () => {
+    const { page, foreign } = await openPage(server);
+    await page.goto(`${server.url}/clusters/recovering-1`);
+    const broker = page.locator("tr[data-broker='1']");
+    await expect(broker.locator("td").nth(0).textContent()).resolves.toBe("gated");
+    await expect(broker.locator("td").nth(1).textContent()).resolves.toBe(
+      "over the threshold: 12.0 % out of sync > 5 %",
+    );
+    await expect(broker.locator("td").nth(2).textContent()).resolves.toBe("12 of 100 (12.0 %)");
+    // Three runs: three points of broker 1's share, three bars of moves (all 0), one gated stretch.
+    const shares = await page.locator("#share circle.point title").allTextContents();
+    expect(shares.map((s) => s.replace(/^.*: /, ""))).toEqual([
+      "broker 1 40.0 % out of sync, gated",
+      "broker 1 25.0 % out of sync, gated",
+      "broker 1 12.0 % out of sync, gated",
+    ]);
+    await expect(page.locator("#moves rect.bar").count()).resolves.toBe(3);
+    await expect(page.locator("#share rect.band").count()).resolves.toBe(1);
+    await expect(page.getByRole("img", { name: /Out-of-sync share per broker/ }).count()).resolves.toBe(1);
+    await expect(page.locator("tr[data-decision]").count()).resolves.toBe(3);
+    // Where each value comes from: the cluster's own, and the defaults.
+    const threshold = page.locator("tr", { hasText: "wait.for.sync.threshold.percent" });
+    await expect(threshold.locator("td").allTextContents()).resolves.toEqual(["5", "cluster"]);
+    await expect(
+      page
+        .locator("tr", { hasText: "leader.imbalance.check.interval.seconds" })
+        .locator("td")
+        .allTextContents(),
+    ).resolves.toEqual(["300", "default"]);
+    await page.screenshot({ path: `${SCREENSHOTS}/cluster.png`, fullPage: true });
+    expect(foreign).toEqual([]);
+    await page.close();
+  });
+
+  it("draws a whole way back: the moves per run add up to the broker's 100 partitions", async () => {
+    const { page } = await openPage(server);
+    await page.goto(`${server.url}/clusters/back-3`);
+    const moves = await page.locator("#moves rect.bar title").allTextContents();
+    expect(moves).toHaveLength(12);
+    expect(moves.map((m) => Number(m.replace(/^.*: (\d+) moves$/, "$1"))).reduce((a, b) => a + b, 0)).toBe(
+      100,
+    );
+    await expect(page.locator("#share rect.band").count()).resolves.toBe(1);
+    await page.screenshot({ path: `${SCREENSHOTS}/recovery.png`, fullPage: true });
+    await page.close();
+  });
+
+  it("runs the stored snapshot under another config beside the current one, and refuses bad JSON", async () => {
+    const before = JSON.stringify(await server.store.getCluster("recovering-1"));
+    const { page } = await openPage(server);
+    await page.goto(`${server.url}/clusters/recovering-1/what-if`);
+    await page
+      .getByLabel("Overrides (JSON, Kafka's names)")
+      .fill('{"leader.imbalance.election.algorithm": "immediate"}');
+    await page.getByRole("button", { name: "Run both" }).click();
+    const current = page.getByRole("region", { name: "As configured" });
+    const proposed = page.getByRole("region", { name: "With the overrides" });
+    await expect(current.locator("[data-elections]").getAttribute("data-elections")).resolves.toBe("0");
+    await expect(proposed.locator("[data-elections]").getAttribute("data-elections")).resolves.toBe("20");
+    await page.screenshot({ path: `${SCREENSHOTS}/what-if.png`, fullPage: true });
+
+    await page.getByLabel("Overrides (JSON, Kafka's names)").fill("{not json");
+    const response = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith("/what-if")),
+      page.getByRole("button", { name: "Run both" }).click(),
+    ]);
+    expect(response[0].status()).toBe(400);
+    await expect(page.getByRole("alert").textContent()).resolves.toMatch(/not JSON/);
+    await page
+      .getByLabel("Overrides (JSON, Kafka's names)")
+      .fill('{"leader.imbalance.election.max.per.run": -1}');
+    await page.getByRole("button", { name: "Run both" }).click();
+    await expect(page.getByRole("alert").textContent()).resolves.toMatch(/max\.per\.run/);
+    expect(JSON.stringify(await server.store.getCluster("recovering-1"))).toBe(before);
+    await page.close();
+  });
+});
+
+describe("the console, with tokens", () => {
+  let server: Server;
+  beforeAll(async () => {
+    server = await openServer("dynalite", { auth: new TokenAuth({ "team-a": ["team-a-*"], ops: ["*"] }) });
+    await replayRecovery(server, "team-a-1", "ops");
+    await replayRecovery(server, "team-b-1", "ops");
+  });
+  afterAll(() => server.close());
+
+  it("asks for a token, then shows only the clusters it may see", async () => {
+    const { page } = await openPage(server);
+    const first = await page.goto(`${server.url}/`);
+    expect(first?.status()).toBe(401);
+    await page.getByLabel("Token").fill("nobody");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await expect(page.getByRole("alert").textContent()).resolves.toMatch(/not known/);
+    await page.getByLabel("Token").fill("team-a");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForSelector("tr[data-cluster]");
+    await expect(
+      page.locator("tr[data-cluster]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-cluster"))),
+    ).resolves.toEqual(["team-a-1"]);
+    const other = await page.goto(`${server.url}/clusters/team-b-1`);
+    expect(other?.status()).toBe(403);
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await expect(page.getByLabel("Token").count()).resolves.toBe(1);
+    await page.close();
+  });
+});
