@@ -124,6 +124,25 @@ describe("the console, without tokens", () => {
     await page.close();
   });
 
+  it("refreshes the fleet by itself every 15 s, and not while paused", async () => {
+    const { page } = await openPage(server);
+    await page.clock.install();
+    await page.goto(`${server.url}/?q=late`);
+    await expect(page.locator("tr[data-cluster]").count()).resolves.toBe(0);
+    await call(server, "PUT", "/v1/clusters/late-4/config", {});
+    await page.getByRole("button", { name: "Pause updates" }).click();
+    await page.clock.runFor(16_000);
+    await expect(
+      page.getByRole("button", { name: "Resume updates" }).getAttribute("aria-pressed"),
+    ).resolves.toBe("true");
+    await expect(page.locator("tr[data-cluster]").count()).resolves.toBe(0);
+    await page.getByRole("button", { name: "Resume updates" }).click();
+    await page.clock.runFor(16_000);
+    await page.waitForSelector("tr[data-cluster='late-4']");
+    expect(page.url()).toBe(`${server.url}/?q=late`);
+    await page.close();
+  });
+
   it("shows a recovering cluster: the gated broker and why, and a chart point per run", async () => {
     const { page, foreign } = await openPage(server);
     await page.goto(`${server.url}/clusters/recovering-1`);
