@@ -55,8 +55,29 @@ const DEFAULT_SNAPSHOT_POLL_MS = 2_000;
 /** Runs that lose the race to save to another run (a managed run, say) before the job gives up. */
 const MAX_ATTEMPTS = 5;
 
-/** Runs one job; throws when the store fails, so that the queue delivers it again. */
+/**
+ * Runs one job; throws when it fails, so that the queue delivers it again. A job that fails before
+ * its run is saved records the failure as the cluster's last tick (when the store still answers),
+ * so that the fleet listing and the console show the cluster as failing.
+ */
 export async function runTickJob(job: TickJob, worker: TickWorker): Promise<JobResult> {
+  const saved = { run: false };
+  try {
+    return await runOnce(job, worker, saved);
+  } catch (error) {
+    if (!saved.run) {
+      const failed: TickOutcome = {
+        atMs: worker.clock(),
+        outcome: "failed",
+        detail: (error as Error).message.slice(0, 500),
+      };
+      await worker.store.recordTick(job.clusterId, failed).catch(() => undefined);
+    }
+    throw error;
+  }
+}
+
+async function runOnce(job: TickJob, worker: TickWorker, saved: { run: boolean }): Promise<JobResult> {
   const { store, clock } = worker;
   const key = tickKeyOf(job);
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {

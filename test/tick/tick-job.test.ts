@@ -1,8 +1,10 @@
 import { gzipSync } from "node:zlib";
+import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inProcess, type ManagedAnswer, managedRun } from "../../functions/api/managed-run.ts";
 import { type JobQueue, runTick, snapshotIdOf, type TickJob } from "../../functions/api/tick.ts";
 import { type JobResult, runTickJob, type TickWorker } from "../../functions/api/tick-job.ts";
+import { dynamoClient } from "../../functions/store/client.ts";
 import type { PacerStore } from "../../functions/store/store.ts";
 import type { ConfigOverrides } from "../../schemas/config.ts";
 import type { Snapshot } from "../../schemas/snapshot.ts";
@@ -171,6 +173,49 @@ describe("a tick's jobs on a virtual clock", () => {
     expect(await tickAt(start + 300_000)).toBe("snapshot-unchanged");
     expect(await tickAt(start + 10 * 60_000)).toBe("stale-snapshot");
     expect((await backing.store.getCluster("skip"))?.lastTick).toMatchObject({ outcome: "stale-snapshot" });
+  });
+});
+
+describe("a job that fails", () => {
+  it("records the failure as the cluster's last tick, and throws so that the queue delivers it again", async () => {
+    await backing.store.putConfig("corrupt", { "pacer.tick.enabled": true }, start);
+    await storeSnapshot(backing.store, "corrupt", caughtUp, start - 1_000);
+    const meta = (await backing.store.getCluster("corrupt"))?.snapshot;
+    // The stored snapshot's bytes damaged in the table: a fault only a raw write can cause.
+    const client = dynamoClient({ endpoint: backing.endpoint });
+    await client.send(
+      new PutItemCommand({
+        TableName: backing.tableName,
+        Item: {
+          pk: { S: "cluster#corrupt" },
+          sk: { S: `snapshot#${meta?.snapshotId}#000` },
+          body: { B: Buffer.from("not gzip") },
+          expiresAt: { N: String(Math.ceil(start / 1000) + 86_400) },
+        },
+      }),
+    );
+    client.destroy();
+    const worker: TickWorker = {
+      store: backing.store,
+      queue: { send: async () => undefined },
+      clock: () => start,
+      decisionTtlMs: 60_000,
+    };
+    const job: TickJob = {
+      clusterId: "corrupt",
+      scheduledAtMs: start,
+      run: 1,
+      untilMs: start + 60_000,
+      fleetConfig: {},
+    };
+    await expect(runTickJob(job, worker)).rejects.toThrow();
+    const stored = await backing.store.getCluster("corrupt");
+    expect(stored?.lastTick).toMatchObject({
+      atMs: start,
+      outcome: "failed",
+      detail: expect.stringMatching(/header|gzip|check/i),
+    });
+    expect(stored?.version).toBe(0);
   });
 });
 
