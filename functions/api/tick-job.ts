@@ -145,6 +145,7 @@ async function runOnce(job: TickJob, worker: TickWorker, saved: { run: boolean }
         }))
       )
         continue; // another run saved first, or this job's key did: read again and see which
+      saved.run = true;
       await storeDecision(store, job.clusterId, managed, worker.decisionTtlMs);
     } else {
       await store.recordTick(job.clusterId, ran);

@@ -167,6 +167,8 @@ describe("the tick fanned out through SQS", () => {
     const failed = await worker(sqsEvent([first!]));
     expect(failed.batchItemFailures).toEqual([{ itemIdentifier: first?.MessageId }]);
     expect(eventBridge.entries).toEqual([]);
+    // The run was saved before the publish failed: it is not a failed tick, and it is not run again.
+    expect((await backing.store.getCluster("publish"))?.lastTick).toMatchObject({ outcome: "ran" });
     eventBridge.failNext = 0;
 
     await deliverAll(queues, worker);
