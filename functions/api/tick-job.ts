@@ -51,6 +51,13 @@ export interface JobResult extends TickOutcome {
   status: "done" | "replayed" | "gone";
 }
 
+const resultOf = (
+  job: TickJob,
+  outcome: TickOutcome,
+  status: JobResult["status"],
+  elections: number,
+): JobResult => ({ clusterId: job.clusterId, run: job.run, ...outcome, elections, status });
+
 const DEFAULT_SNAPSHOT_POLL_MS = 2_000;
 /** Runs that lose the race to save to another run (a managed run, say) before the job gives up. */
 const MAX_ATTEMPTS = 5;
@@ -83,17 +90,8 @@ async function runOnce(job: TickJob, worker: TickWorker, saved: { run: boolean }
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const record = await store.getCluster(job.clusterId);
     const nowMs = clock();
-    const result = (
-      outcome: TickOutcome,
-      status: JobResult["status"] = "done",
-      elections = 0,
-    ): JobResult => ({
-      clusterId: job.clusterId,
-      run: job.run,
-      ...outcome,
-      elections,
-      status,
-    });
+    const result = (outcome: TickOutcome, status: JobResult["status"] = "done", elections = 0) =>
+      resultOf(job, outcome, status, elections);
     if (record === null) return result({ atMs: nowMs, outcome: "no-snapshot" }, "gone");
     if (record.lastTickKey !== null && record.lastTickKey >= key) {
       await publishAgain(record, key, worker);
