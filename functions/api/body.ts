@@ -10,7 +10,7 @@ const gunzip = promisify(gunzipCallback);
 const JSON_MEDIA_TYPE = /^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i;
 
 /** Reads at most `maxBytes` of a stream; null once it goes past. */
-async function readLimited(
+export async function readLimited(
   stream: ReadableStream<Uint8Array> | null,
   maxBytes: number,
 ): Promise<Buffer | null> {

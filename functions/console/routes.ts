@@ -6,6 +6,7 @@ import { CLUSTER_ID } from "../../schemas/request.ts";
 import { validateSnapshot } from "../../schemas/snapshot.ts";
 import { INITIAL_STATE } from "../../schemas/state.ts";
 import { mayAccess, type TokenAuth } from "../api/auth.ts";
+import { readLimited } from "../api/body.ts";
 import { evaluate } from "../policy/run.ts";
 import type { ClusterRecord, PacerStore } from "../store/store.ts";
 import { CONSOLE_CSS, CONSOLE_JS } from "./assets.ts";
@@ -35,6 +36,14 @@ const COOKIE = "pacer_token";
 /** The console reads the whole listing per view: fine for thousands of clusters, one query per 100. */
 const MAX_CLUSTERS = 20_000;
 const DECISIONS_SHOWN = 100;
+/** A console form holds a token or a few config overrides: far less than this. */
+const FORM_MAX_BYTES = 64 * 1024;
+
+/** A posted form (url-encoded), or null when it is larger than a form of ours can be. */
+async function readForm(c: Context): Promise<URLSearchParams | null> {
+  const bytes = await readLimited(c.req.raw.body, FORM_MAX_BYTES);
+  return bytes && new URLSearchParams(bytes.toString("utf8"));
+}
 
 export interface ConsoleOptions {
   store: PacerStore;
@@ -70,8 +79,9 @@ export function addConsole(app: Hono<any>, options: ConsoleOptions): void {
 
   app.post("/console/login", async (c) => {
     if (!auth) return c.redirect("/", 303);
-    const form = await c.req.parseBody();
-    const token = typeof form.token === "string" ? form.token.trim() : "";
+    const form = await readForm(c);
+    if (!form) return page(c, loginPage("That form is larger than a token can be."), 413);
+    const token = (form.get("token") ?? "").trim();
     if (!auth.scopeOf(`Bearer ${token}`)) return page(c, loginPage("That token is not known here."), 401);
     setCookie(c, COOKIE, token, {
       httpOnly: true,
@@ -198,8 +208,12 @@ export function addConsole(app: Hono<any>, options: ConsoleOptions): void {
   };
   app.get("/clusters/:clusterId/what-if", (c) => whatIf(c, null));
   app.post("/clusters/:clusterId/what-if", async (c) => {
-    const form = await c.req.parseBody();
-    return whatIf(c, typeof form.overrides === "string" ? form.overrides : "");
+    const form = await readForm(c);
+    if (!form) {
+      const tooLarge = `The overrides are larger than ${FORM_MAX_BYTES} bytes.`;
+      return page(c, layout("Too large", htmlText(tooLarge), { signedIn: viewerOf(c)?.signedIn }), 413);
+    }
+    return whatIf(c, form.get("overrides") ?? "");
   });
 }
 

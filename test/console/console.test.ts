@@ -190,6 +190,16 @@ describe("the console, without tokens", () => {
     await page.close();
   });
 
+  it("refuses a form larger than a form of its own can be, with 413", async () => {
+    const response = await fetch(`${server.url}/clusters/recovering-1/what-if`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: `overrides=${"x".repeat(1024 * 1024)}`,
+    });
+    expect(response.status).toBe(413);
+    expect(await response.text()).toMatch(/larger than 65536 bytes/);
+  });
+
   it("runs the stored snapshot under another config beside the current one, and refuses bad JSON", async () => {
     const before = JSON.stringify(await server.store.getCluster("recovering-1"));
     const { page } = await openPage(server);

@@ -275,6 +275,8 @@ export interface RecoveryOptions {
   produceBytes: number;
   throttleBytesPerSecond: number;
   pacer: Pacer;
+  /** The agent's pacing config; default {@link RECOVERY_PACING}. */
+  pacing?: typeof RECOVERY_PACING;
   timeoutMs?: number;
   /** Runs beside the recovery (a latency probe, say); stopped when it ends. */
   during?: () => { stop(): Promise<void> };
@@ -310,7 +312,10 @@ export async function runRecovery(options: RecoveryOptions): Promise<RecoveryRes
   await produceUneven(cluster, topics, options.partitionsPerTopic, options.produceBytes);
   await setReplicationThrottle(cluster, options.throttleBytesPerSecond);
   const watcher = new LeadershipWatcher(cluster, topics);
-  const agent = options.pacer.kind === "kafka-balancer" ? undefined : startAgent(cluster, options.pacer);
+  const agent =
+    options.pacer.kind === "kafka-balancer"
+      ? undefined
+      : startAgent(cluster, options.pacer, { config: options.pacing });
   const side = options.during?.();
   try {
     if (options.settleMs) await new Promise((r) => setTimeout(r, options.settleMs));
