@@ -12,19 +12,14 @@ import { CLUSTER_ID, validateManagedRequest } from "../../schemas/request.ts";
 import { validateSnapshot } from "../../schemas/snapshot.ts";
 import { addConsole } from "../console/routes.ts";
 import { SnapshotTooLargeError } from "../store/dynamo-store.ts";
-import {
-  type ClusterRecord,
-  nextRunDueAtMs,
-  type PacerStore,
-  StoreRejectedError,
-  StoreUnavailableError,
-} from "../store/store.ts";
+import { type PacerStore, StoreRejectedError, StoreUnavailableError } from "../store/store.ts";
 import { mayAccess, type TokenAuth } from "./auth.ts";
 import { parseJsonBytes, readBodyBytes, readJsonBody } from "./body.ts";
 import heavyWork, { type HeavyResult, type HeavyTask } from "./heavy-work.ts";
 import { inProcess, managedRun, type RunnableRequest, type RunObserver } from "./managed-run.ts";
 import type { Offload } from "./offload.ts";
 import { openApiDocument } from "./openapi.ts";
+import { clusterView, fleetRow } from "./resources.ts";
 import { snapshotIdOf } from "./tick.ts";
 
 export interface AppOptions {
@@ -66,42 +61,6 @@ function send(c: Context, body: ProblemDetails | string, status?: number): Respo
     // (some wait to finish sending before they read the answer) instead of leaving it hanging.
     ...(code === 413 ? { connection: "close" } : {}),
   });
-}
-
-function clusterView(
-  record: ClusterRecord | null,
-  clusterId: string,
-  fleetConfig: ConfigOverrides,
-  nowMs: number,
-) {
-  return {
-    clusterId,
-    stateVersion: record?.version ?? 0,
-    config: record?.config ?? {},
-    effectiveConfig: effectiveConfig(fleetConfig, record?.config),
-    gate: record?.state?.brokers ?? [],
-    lastRunAtMs: record?.state?.lastRunAtMs ?? null,
-    lastRunCapped: record?.state?.lastRunCapped ?? false,
-    lastDecision: record?.lastDecision ?? null,
-    snapshot: record?.snapshot ? { ...record.snapshot, ageMs: nowMs - record.snapshot.receivedAtMs } : null,
-    lastTick: record?.lastTick ?? null,
-  };
-}
-
-function fleetRow(record: ClusterRecord, fleetConfig: ConfigOverrides, nowMs: number) {
-  const last = record.lastDecision;
-  return {
-    clusterId: record.clusterId,
-    stateVersion: record.version,
-    gatedBrokers: last?.gatedBrokers ?? [],
-    lastRunAtMs: record.state?.lastRunAtMs ?? null,
-    lastElectionCount: last?.electionCount ?? null,
-    moreWorkRemains: last?.moreWorkRemains ?? false,
-    nextRunDueAtMs: last ? nextRunDueAtMs(last) : null,
-    snapshotAgeMs: record.snapshot ? nowMs - record.snapshot.receivedAtMs : null,
-    ticking: effectiveConfig(fleetConfig, record.config)["pacer.tick.enabled"],
-    lastTick: record.lastTick,
-  };
 }
 
 /** A positive integer query parameter, or a problem naming it. */

@@ -1,8 +1,9 @@
 import type { BrokerRow, RunAnswer } from "../../schemas/answer.ts";
 import type { ConfigOverrides, EffectiveConfig } from "../../schemas/config.ts";
 import type { ManagedAnswer } from "../api/managed-run.ts";
+import type { fleetRow } from "../api/resources.ts";
 import { formatDuration } from "../format/text.ts";
-import { type ClusterRecord, nextRunDueAtMs } from "../store/store.ts";
+import type { ClusterRecord } from "../store/store.ts";
 import { barChart, legend, lineChart, type Series } from "./charts.ts";
 import { type Html, html } from "./html.ts";
 import { CLUSTER_STATES, type ClusterState, configWithSources } from "./state.ts";
@@ -57,16 +58,11 @@ ${message ? html`<p class="error" role="alert">${message}</p>` : ""}
   );
 }
 
-export interface FleetRowView {
-  clusterId: string;
-  state: ClusterState;
-  gatedBrokers: number[];
-  lastRunAtMs: number | null;
-  lastElections: number | null;
-  nextRunDueAtMs: number | null;
-  snapshotAgeMs: number | null;
-  lastTick: ClusterRecord["lastTick"];
-}
+/** The API's fleet row, with the state the console sums it up as. */
+export type FleetRowView = ReturnType<typeof fleetRow> & { state: ClusterState };
+
+/** When the tick runs the cluster next; none when ticking is off. */
+const tickDueAtMs = (row: FleetRowView) => (row.ticking ? row.nextRunDueAtMs : null);
 
 export const FLEET_SORTS = {
   cluster: "cluster",
@@ -88,31 +84,15 @@ export interface FleetQuery {
 
 export const FLEET_PAGE_SIZE = 50;
 
-export function fleetRowOf(
-  record: ClusterRecord,
-  config: EffectiveConfig,
-  state: ClusterState,
-  nowMs: number,
-): FleetRowView {
-  const last = record.lastDecision;
-  return {
-    clusterId: record.clusterId,
-    state,
-    gatedBrokers: last?.gatedBrokers ?? [],
-    lastRunAtMs: last?.evaluatedAtMs ?? null,
-    lastElections: last?.electionCount ?? null,
-    nextRunDueAtMs: last && config["pacer.tick.enabled"] ? nextRunDueAtMs(last) : null,
-    snapshotAgeMs: record.snapshot ? nowMs - record.snapshot.receivedAtMs : null,
-    lastTick: record.lastTick,
-  };
-}
+const dueText = (dueAtMs: number | null, nowMs: number) =>
+  dueAtMs === null ? "–" : dueAtMs <= nowMs ? "due" : `in ${formatDuration(dueAtMs - nowMs)}`;
 
 const sortKey: Record<FleetSort, (row: FleetRowView) => string | number> = {
   cluster: (r) => r.clusterId,
   state: (r) => CLUSTER_STATES.indexOf(r.state),
   "last-run": (r) => r.lastRunAtMs ?? 0,
-  elections: (r) => r.lastElections ?? -1,
-  "next-run": (r) => r.nextRunDueAtMs ?? Number.MAX_SAFE_INTEGER,
+  elections: (r) => r.lastElectionCount ?? -1,
+  "next-run": (r) => tickDueAtMs(r) ?? Number.MAX_SAFE_INTEGER,
   snapshot: (r) => r.snapshotAgeMs ?? Number.MAX_SAFE_INTEGER,
 };
 
@@ -172,8 +152,8 @@ ${rows.map(
 <td><span class="state state-${r.state.replace(" ", "-")}">${r.state}</span></td>
 <td>${r.gatedBrokers.length > 0 ? r.gatedBrokers.join(", ") : "–"}</td>
 <td>${ago(nowMs, r.lastRunAtMs)}</td>
-<td>${r.lastElections ?? "–"}</td>
-<td>${r.nextRunDueAtMs === null ? "–" : r.nextRunDueAtMs <= nowMs ? "due" : `in ${formatDuration(r.nextRunDueAtMs - nowMs)}`}</td>
+<td>${r.lastElectionCount ?? "–"}</td>
+<td>${dueText(tickDueAtMs(r), nowMs)}</td>
 <td>${r.snapshotAgeMs === null ? "none" : formatDuration(r.snapshotAgeMs)}</td>
 <td>${r.lastTick ? html`${r.lastTick.outcome}${r.lastTick.detail ? html` <span class="detail">${r.lastTick.detail}</span>` : ""}` : "–"}</td>
 </tr>`,

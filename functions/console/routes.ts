@@ -7,6 +7,7 @@ import { validateSnapshot } from "../../schemas/snapshot.ts";
 import { INITIAL_STATE } from "../../schemas/state.ts";
 import { mayAccess, type TokenAuth } from "../api/auth.ts";
 import { readLimited } from "../api/body.ts";
+import { fleetRow } from "../api/resources.ts";
 import { evaluate } from "../policy/run.ts";
 import type { ClusterRecord, PacerStore } from "../store/store.ts";
 import { CONSOLE_CSS, CONSOLE_JS } from "./assets.ts";
@@ -17,7 +18,6 @@ import {
   type FleetQuery,
   type FleetSort,
   fleetPage,
-  fleetRowOf,
   fleetTable,
   layout,
   loginPage,
@@ -107,7 +107,7 @@ export function addConsole(app: Hono<any>, options: ConsoleOptions): void {
       .filter((record) => mayView(viewer, record.clusterId))
       .map((record) => {
         const config = effectiveConfig(fleetConfig, record.config);
-        return fleetRowOf(record, config, clusterStateOf(record, config, nowMs), nowMs);
+        return { ...fleetRow(record, fleetConfig, nowMs), state: clusterStateOf(record, config, nowMs) };
       });
     if (c.req.query("fragment") === "table") return c.html(fleetTable(rows, query, nowMs).text);
     return page(c, fleetPage(rows, query, nowMs, viewer.signedIn));
