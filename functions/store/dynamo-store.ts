@@ -4,7 +4,6 @@ import { gunzip as gunzipCallback, gzip as gzipCallback } from "node:zlib";
 import {
   type AttributeValue,
   BatchGetItemCommand,
-  BatchWriteItemCommand,
   ConditionalCheckFailedException,
   DeleteItemCommand,
   DescribeTableCommand,
@@ -15,6 +14,7 @@ import {
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import type { ConfigOverrides } from "../../schemas/config.ts";
+import { batchWrite } from "./batch-write.ts";
 import type {
   ClusterRecord,
   IdempotencyClaim,
@@ -31,8 +31,6 @@ import { TABLE } from "./table.ts";
 
 /** DynamoDB holds 400 KB per item: a stored body (gzip'd) goes in pieces of at most this. */
 export const MAX_STORED_BODY_BYTES = 350_000;
-/** BatchWriteItem takes at most this many items per call. */
-const BATCH_WRITE_LIMIT = 25;
 /** A snapshot may take this many items: 5.6 MB of gzip'd JSON, tens of MB of snapshot. */
 export const MAX_SNAPSHOT_CHUNKS = 16;
 /** The latest snapshot lives a day (`pacer.snapshot.max.age.ms` may be that long); a replaced one, minutes. */
@@ -604,20 +602,7 @@ export class DynamoStore implements PacerStore {
         },
       },
     }));
-    await guarded(async () => {
-      for (let from = 0; from < requests.length; from += BATCH_WRITE_LIMIT) {
-        let pending = requests.slice(from, from + BATCH_WRITE_LIMIT);
-        for (let attempt = 0; pending.length > 0; attempt++) {
-          if (attempt === 5) throw new Error(`BatchWriteItem left pieces under ${prefix} unprocessed`);
-          // Unprocessed items mean throttling: back off before sending them again.
-          if (attempt > 0) await delay(25 * 2 ** attempt);
-          const { UnprocessedItems } = await this.client.send(
-            new BatchWriteItemCommand({ RequestItems: { [this.tableName]: pending } }),
-          );
-          pending = (UnprocessedItems?.[this.tableName] ?? []) as typeof pending;
-        }
-      }
-    });
+    await guarded(() => batchWrite(this.client, this.tableName, requests, `pieces under ${prefix}`));
     return count;
   }
 

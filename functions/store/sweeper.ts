@@ -1,13 +1,7 @@
-import {
-  type AttributeValue,
-  BatchWriteItemCommand,
-  type DynamoDBClient,
-  ScanCommand,
-} from "@aws-sdk/client-dynamodb";
+import { type AttributeValue, type DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
+import { batchWrite } from "./batch-write.ts";
 import { TABLE } from "./table.ts";
 
-/** BatchWriteItem takes at most this many items per call. */
-const BATCH_WRITE_LIMIT = 25;
 /** Items read per Scan page: a sweep yields to requests between pages. */
 const PAGE_SIZE = 500;
 
@@ -35,16 +29,13 @@ export async function sweepExpired(
       }),
     );
     const keys = page.Items ?? [];
-    for (let from = 0; from < keys.length; from += BATCH_WRITE_LIMIT) {
-      let pending = keys.slice(from, from + BATCH_WRITE_LIMIT).map((Key) => ({ DeleteRequest: { Key } }));
-      for (let attempt = 0; pending.length > 0 && attempt < 5; attempt++) {
-        const { UnprocessedItems } = await client.send(
-          new BatchWriteItemCommand({ RequestItems: { [tableName]: pending } }),
-        );
-        pending = (UnprocessedItems?.[tableName] ?? []) as typeof pending;
-      }
-      deleted += Math.min(BATCH_WRITE_LIMIT, keys.length - from) - pending.length;
-    }
+    await batchWrite(
+      client,
+      tableName,
+      keys.map((Key) => ({ DeleteRequest: { Key } })),
+      "expired items",
+    );
+    deleted += keys.length;
     start = page.LastEvaluatedKey;
   } while (start);
   return deleted;
