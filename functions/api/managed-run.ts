@@ -60,17 +60,33 @@ export function newDecisionId(nowMs: number): string {
   return `${String(nowMs).padStart(15, "0")}-${randomBytes(4).toString("hex")}`;
 }
 
+/**
+ * A run's answer as it is sent and stored: with a new decision id, its time, and the version the
+ * store holds after it (one more when the run saves its state).
+ */
+export function managedAnswerOf(
+  answer: RunAnswer,
+  nowMs: number,
+  version: number,
+  saves: boolean,
+): ManagedAnswer {
+  return {
+    ...answer,
+    decisionId: newDecisionId(nowMs),
+    evaluatedAtMs: nowMs,
+    stateVersion: saves ? version + 1 : version,
+  };
+}
+
 /** A run's summary; a tick's run also names its stored snapshot and its tick key. */
 export function summaryOf(
-  answer: RunAnswer,
-  decisionId: string,
-  evaluatedAtMs: number,
+  answer: ManagedAnswer,
   tick?: { snapshotId: string; tickKey: string },
 ): DecisionSummary {
   return {
     ...tick,
-    decisionId,
-    evaluatedAtMs,
+    decisionId: answer.decisionId,
+    evaluatedAtMs: answer.evaluatedAtMs,
     electionCount: answer.elections.length,
     moreWorkRemains: answer.moreWorkRemains,
     nextDelayMs: answer.nextDelayMs,
@@ -235,22 +251,16 @@ async function runUntilSaved(
       storedConfig: [fleetConfig, cluster?.config ?? {}],
       explain: options.explain,
     });
-    const decisionId = newDecisionId(nowMs);
     // A deferred run changes nothing, and a dry run saves nothing: both report the stored version.
     const saves = answer.deferred === null && !options.dryRun;
-    const managed: ManagedAnswer = {
-      ...answer,
-      decisionId,
-      evaluatedAtMs: nowMs,
-      stateVersion: saves ? version + 1 : version,
-    };
+    const managed = managedAnswerOf(answer, nowMs, version, saves);
     const body = JSON.stringify(managed);
     if (options.stage && !(await options.stage(managed, body))) {
       const detail = "A retry with the same Idempotency-Key took over this request's claim";
       return { status: 409, body: JSON.stringify(problem("conflict", detail)), replayed: false };
     }
     if (saves) {
-      const lastDecision = summaryOf(answer, decisionId, nowMs);
+      const lastDecision = summaryOf(managed);
       const saved = await store.saveRun(clusterId, version, { state: answer.state, lastDecision, nowMs });
       if (!saved) {
         await sleep(jittered(attempt));

@@ -5,7 +5,7 @@ import { evaluate } from "../policy/run.ts";
 import { type ClusterRecord, nextRunDueAtMs, type PacerStore, type TickOutcome } from "../store/store.ts";
 import {
   type ManagedAnswer,
-  newDecisionId,
+  managedAnswerOf,
   type RunObserver,
   storeDecision,
   summaryOf,
@@ -118,21 +118,12 @@ async function runOnce(job: TickJob, worker: TickWorker, saved: { run: boolean }
       nowMs,
       explain: false,
     });
-    const decisionId = newDecisionId(nowMs);
-    const ran: TickOutcome = { atMs: nowMs, outcome: "ran", decisionId };
     // A deferred run changes no state: only its outcome is written, and running it twice is harmless.
     const saves = answer.deferred === null;
-    const managed: ManagedAnswer = {
-      ...answer,
-      decisionId,
-      evaluatedAtMs: nowMs,
-      stateVersion: saves ? record.version + 1 : record.version,
-    };
+    const managed = managedAnswerOf(answer, nowMs, record.version, saves);
+    const ran: TickOutcome = { atMs: nowMs, outcome: "ran", decisionId: managed.decisionId };
     if (saves) {
-      const lastDecision = summaryOf(answer, decisionId, nowMs, {
-        snapshotId: snapshot.snapshotId,
-        tickKey: key,
-      });
+      const lastDecision = summaryOf(managed, { snapshotId: snapshot.snapshotId, tickKey: key });
       const tick = { key, outcome: ran };
       if (
         !(await store.saveRun(job.clusterId, record.version, {
