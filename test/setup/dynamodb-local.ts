@@ -1,9 +1,9 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { TestProject } from "vitest/node";
-import { freePort } from "../support/processes.ts";
+import { freePort, waitUntilListening } from "../support/processes.ts";
 
 /**
  * Starts AWS's DynamoDB Local (the jar inside the npm package amplify-dynamodb-simulator) on Java for the
@@ -34,19 +34,6 @@ function fetchDynamoDbLocal(): void {
   }
 }
 
-async function waitUntilListening(endpoint: string, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`DynamoDB Local exited with code ${child.exitCode}`);
-    try {
-      const response = await fetch(endpoint, { method: "POST" });
-      if (response.status > 0) return;
-    } catch {}
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error("DynamoDB Local did not start within 60 s");
-}
-
 export default async function setup(project: TestProject) {
   fetchDynamoDbLocal();
   const port = await freePort();
@@ -63,7 +50,7 @@ export default async function setup(project: TestProject) {
     { stdio: ["ignore", "ignore", "inherit"] },
   );
   const endpoint = `http://127.0.0.1:${port}`;
-  await waitUntilListening(endpoint, child);
+  await waitUntilListening("DynamoDB Local", endpoint, child);
   project.provide("dynamodbLocalEndpoint", endpoint);
   return async () => {
     child.kill("SIGTERM");

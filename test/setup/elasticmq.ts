@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { TestProject } from "vitest/node";
 import { mavenClasspath } from "../support/maven.ts";
-import { freePort } from "../support/processes.ts";
+import { freePort, waitUntilListening } from "../support/processes.ts";
 
 /**
  * Starts ElasticMQ (an SQS-protocol server, from Maven Central via test/sqs/pom.xml) for the test run:
@@ -30,17 +30,7 @@ rest-stats { enabled = false }
     },
   );
   const endpoint = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`ElasticMQ exited with code ${child.exitCode}`);
-    if (Date.now() > deadline) throw new Error("ElasticMQ did not start within 60 s");
-    const listening = await fetch(`${endpoint}/?Action=ListQueues`).then(
-      (response) => response.ok,
-      () => false,
-    );
-    if (listening) break;
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await waitUntilListening("ElasticMQ", `${endpoint}/?Action=ListQueues`, child);
   project.provide("sqsEndpoint", endpoint);
   return async () => {
     child.kill("SIGTERM");

@@ -42,3 +42,21 @@ export function spawnPacer(
   const exited = new Promise<number>((resolve) => child.once("exit", (code) => resolve(code ?? 1)));
   return { child, stdout: () => stdout, stderr: () => stderr, exited };
 }
+
+/**
+ * Waits until a server started as `child` answers `url` (any HTTP answer counts), for at most 60 s;
+ * throws if the child exits first.
+ */
+export async function waitUntilListening(name: string, url: string, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode}`);
+    const answered = await fetch(url, { method: "POST" }).then(
+      () => true,
+      () => false,
+    );
+    if (answered) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${name} did not start within 60 s`);
+}
