@@ -5,8 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createApp } from "../functions/api/app.ts";
 import { dynamoClient, ensureTable } from "../functions/store/client.ts";
-import { DynamoStore } from "../functions/store/dynamo-store.ts";
 import { startEmbeddedStore } from "../functions/store/embedded.ts";
+import { countingStore } from "../test/support/counting-store.ts";
 import { recoveringCluster } from "./cluster.ts";
 
 /**
@@ -84,23 +84,17 @@ server.stop();
 
 // Store operations per managed run, counted on the client the in-process app uses.
 const embedded = await startEmbeddedStore();
-const client = dynamoClient({ endpoint: embedded.endpoint });
-await ensureTable(client, "bench");
-const operations: string[] = [];
-client.middlewareStack.add(
-  (next, context) => async (args) => {
-    operations.push(context.commandName as string);
-    return next(args);
-  },
-  { step: "initialize" },
-);
-const app = createApp({ store: new DynamoStore(client, "bench"), maxBodyBytes: 64 << 20 });
+const setup = dynamoClient({ endpoint: embedded.endpoint });
+await ensureTable(setup, "bench");
+setup.destroy();
+const counting = countingStore(embedded.endpoint, "bench");
+const app = createApp({ store: counting.store, maxBodyBytes: 64 << 20 });
 for (const [label, headers] of [
   ["without Idempotency-Key", {}],
   ["with Idempotency-Key", { "idempotency-key": "bench-1" }],
   ["replayed Idempotency-Key", { "idempotency-key": "bench-1" }],
 ] as const) {
-  operations.length = 0;
+  counting.reset();
   const managed = JSON.stringify({ snapshot, config });
   const response = await app.request("/v1/clusters/bench/evaluate", {
     method: "POST",
@@ -108,7 +102,8 @@ for (const [label, headers] of [
     body: managed,
   });
   await response.text();
-  console.log(`managed run ${label}: ${operations.length} store operations (${operations.join(", ")})`);
+  const operations = [...counting.calls].map(([command, n]) => `${command} ${n}`).join(", ");
+  console.log(`managed run ${label}: ${counting.total()} store operations (${operations})`);
 }
-client.destroy();
+counting.close();
 await embedded.close();
