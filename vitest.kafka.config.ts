@@ -1,7 +1,7 @@
 import { defineConfig } from "vitest/config";
 
 /**
- * The end-to-end suite on a real Apache Kafka cluster (test/kafka/cluster.ts starts it per file). Files
+ * The end-to-end suite on a real Apache Kafka cluster (devkit/kafka/cluster.ts starts it per file). Files
  * run one at a time: each starts four JVMs, and two clusters at once would starve each other on a
  * two-core machine.
  */

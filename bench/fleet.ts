@@ -1,4 +1,5 @@
 import { gzipSync } from "node:zlib";
+import { countingStore } from "../devkit/counting-store.ts";
 import { DECISION_TTL_MS } from "../functions/api/app.ts";
 import { inProcess, managedRun } from "../functions/api/managed-run.ts";
 import { snapshotIdOf } from "../functions/api/tick.ts";
@@ -8,7 +9,6 @@ import { dynamoClient, ensureTable } from "../functions/store/client.ts";
 import { DynamoStore } from "../functions/store/dynamo-store.ts";
 import { startEmbeddedStore } from "../functions/store/embedded.ts";
 import { validateSnapshot } from "../schemas/snapshot.ts";
-import { countingStore } from "../test/support/counting-store.ts";
 import { recoveringCluster } from "./cluster.ts";
 
 /**

@@ -3,10 +3,10 @@ import { mkdtempSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { countingStore } from "../devkit/counting-store.ts";
 import { createApp } from "../functions/api/app.ts";
 import { dynamoClient, ensureTable } from "../functions/store/client.ts";
 import { startEmbeddedStore } from "../functions/store/embedded.ts";
-import { countingStore } from "../test/support/counting-store.ts";
 import { recoveringCluster } from "./cluster.ts";
 
 /**

@@ -2,6 +2,13 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Admin, ProduceAcks, Producer } from "@platformatic/kafka";
 import type { TopLevelSpec } from "vega-lite";
+import { KafkaCluster } from "../devkit/kafka/cluster.ts";
+import {
+  createEvenTopics,
+  largestBurst,
+  type RecoveryResult,
+  runRecovery,
+} from "../devkit/kafka/recovery.ts";
 import { PacerClient } from "../functions/agent/pacer-client.ts";
 import { snapshotOf } from "../functions/agent/snapshot.ts";
 import { createApp } from "../functions/api/app.ts";
@@ -10,8 +17,6 @@ import { KafkaAdminClient } from "../functions/kafka/admin.ts";
 import { dynamoClient, ensureTable } from "../functions/store/client.ts";
 import { DynamoStore } from "../functions/store/dynamo-store.ts";
 import { startEmbeddedStore } from "../functions/store/embedded.ts";
-import { KafkaCluster } from "../test/kafka/cluster.ts";
-import { createEvenTopics, largestBurst, type RecoveryResult, runRecovery } from "../test/kafka/recovery.ts";
 
 /**
  * `npm run bench:kafka`: the same broker recovery on Apache Kafka 4.1 under Kafka's own balancer and

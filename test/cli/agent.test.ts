@@ -3,9 +3,9 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { freePort } from "../../devkit/processes.ts";
 import { backoffMs, tallyOf } from "../../functions/agent/agent.ts";
 import { formatRun } from "../../functions/format/agent-run.ts";
-import { freePort } from "../support/processes.ts";
 
 /** `pacer agent` where no Kafka is needed: its arguments, its refusals and its fail-safe exit. */
 function agent(args: string[]) {

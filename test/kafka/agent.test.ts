@@ -3,11 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Admin, Connection, metadataV12 } from "@platformatic/kafka";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ClusterRead } from "../../functions/agent/snapshot.ts";
-import { snapshotOf } from "../../functions/agent/snapshot.ts";
-import { KafkaAdminClient, parseHostPort } from "../../functions/kafka/admin.ts";
-import { spawnPacer } from "../support/processes.ts";
-import { KafkaCluster } from "./cluster.ts";
+import { KafkaCluster } from "../../devkit/kafka/cluster.ts";
 import {
   createEvenTopics,
   LeadershipWatcher,
@@ -15,7 +11,11 @@ import {
   startAgent,
   startPacerServe,
   waitFor,
-} from "./recovery.ts";
+} from "../../devkit/kafka/recovery.ts";
+import { spawnPacer } from "../../devkit/processes.ts";
+import type { ClusterRead } from "../../functions/agent/snapshot.ts";
+import { snapshotOf } from "../../functions/agent/snapshot.ts";
+import { KafkaAdminClient, parseHostPort } from "../../functions/kafka/admin.ts";
 
 /**
  * The agent's contact with a real Apache Kafka 4.1 cluster: its snapshot against Kafka's own tool,

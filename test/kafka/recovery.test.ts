@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { KafkaCluster } from "./cluster.ts";
+import { KafkaCluster } from "../../devkit/kafka/cluster.ts";
 import {
   type AgentRunLine,
   createEvenTopics,
@@ -8,7 +8,7 @@ import {
   type RecoveryResult,
   runRecovery,
   startPacerServe,
-} from "./recovery.ts";
+} from "../../devkit/kafka/recovery.ts";
 
 /**
  * The recovery of the issue on Apache Kafka 4.1: a broker stopped, 200 MB produced with acks=all while

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { TestProject } from "vitest/node";
-import { freePort, waitUntilListening } from "../support/processes.ts";
+import { freePort, waitUntilListening } from "../../devkit/processes.ts";
 
 /**
  * Starts AWS's DynamoDB Local (the jar inside the npm package amplify-dynamodb-simulator) on Java for the

@@ -3,8 +3,8 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { TestProject } from "vitest/node";
-import { mavenClasspath } from "../support/maven.ts";
-import { freePort, waitUntilListening } from "../support/processes.ts";
+import { mavenClasspath } from "../../devkit/maven.ts";
+import { freePort, waitUntilListening } from "../../devkit/processes.ts";
 
 /**
  * Starts ElasticMQ (an SQS-protocol server, from Maven Central via test/sqs/pom.xml) for the test run:

@@ -1,6 +1,7 @@
 import { gzipSync } from "node:zlib";
 import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { countingStore } from "../../devkit/counting-store.ts";
 import { inProcess, type ManagedAnswer, managedRun } from "../../functions/api/managed-run.ts";
 import { type JobQueue, runTick, snapshotIdOf, type TickJob } from "../../functions/api/tick.ts";
 import { type JobResult, runTickJob, type TickWorker } from "../../functions/api/tick-job.ts";
@@ -9,7 +10,6 @@ import type { PacerStore } from "../../functions/store/store.ts";
 import type { ConfigOverrides } from "../../schemas/config.ts";
 import type { Snapshot } from "../../schemas/snapshot.ts";
 import { afterElections, preferredPartitionsOf, snapshotOf } from "../support/cluster.ts";
-import { countingStore } from "../support/counting-store.ts";
 import { openStore, type TestStore } from "../support/stores.ts";
 
 /**

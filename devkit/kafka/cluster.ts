@@ -14,8 +14,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { KafkaAdminClient } from "../../functions/kafka/admin.ts";
-import { mavenClasspath } from "../support/maven.ts";
-import { freePort } from "../support/processes.ts";
+import { mavenClasspath } from "../maven.ts";
+import { freePort } from "../processes.ts";
 
 /**
  * A real Apache Kafka KRaft cluster for the tests: the official jars from Maven Central (test/kafka/
@@ -24,7 +24,7 @@ import { freePort } from "../support/processes.ts";
  * unclean) and started again on the same log dirs.
  */
 
-const POM = resolve("test/kafka/pom.xml");
+const POM = resolve("devkit/kafka/pom.xml");
 const CACHE = resolve(".kafka");
 export const CONTROLLER_ID = 100;
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Admin, Connection, incrementalAlterConfigsV1, ProduceAcks, Producer } from "@platformatic/kafka";
 import { KafkaAdminClient, type KafkaPartition, parseHostPort } from "../../functions/kafka/admin.ts";
-import { spawnPacer } from "../support/processes.ts";
+import { spawnPacer } from "../processes.ts";
 import type { KafkaCluster } from "./cluster.ts";
 
 /**

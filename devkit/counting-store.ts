@@ -1,6 +1,6 @@
 import { setTimeout as delay } from "node:timers/promises";
-import { dynamoClient } from "../../functions/store/client.ts";
-import { DynamoStore } from "../../functions/store/dynamo-store.ts";
+import { dynamoClient } from "../functions/store/client.ts";
+import { DynamoStore } from "../functions/store/dynamo-store.ts";
 
 /**
  * The service's store on a client that counts every DynamoDB request by command and, optionally,
