@@ -61,10 +61,21 @@ export interface KafkaClusterOptions {
    * (the PLAIN password in the broker's JAAS line, the SCRAM credential in the bootstrap metadata).
    */
   saslUser?: { username: string; password: string };
+  /**
+   * Where each node runs, for a bench on a network of its own: its address, and the command prefix
+   * that starts it there (e.g. `ip netns exec …`). Ports are then fixed (9092 brokers, 9093 the
+   * controller); without it every node listens on loopback on a free port.
+   */
+  placement?: { host(id: number): string; prefix(id: number): string[] };
+  /** The jars to run (default: {@link kafkaClasspath}'s Kafka version). */
+  classpath?: string;
+  /** Heap per broker JVM (default 512 MiB). */
+  brokerHeapMb?: number;
 }
 
 interface Node {
   id: number;
+  host: string;
   port: number;
   saslPort?: number;
   dir: string;
@@ -78,24 +89,30 @@ export class KafkaCluster {
     private readonly classpath: string,
     private readonly controller: Node,
     private readonly brokerNodes: Map<number, Node>,
+    private readonly options: KafkaClusterOptions,
   ) {}
 
   /** Formats storage for one controller and `brokers` brokers (ids 1..N) and starts them all. */
   static async start(options: KafkaClusterOptions = {}): Promise<KafkaCluster> {
-    const classpath = kafkaClasspath();
+    const classpath = options.classpath ?? kafkaClasspath();
     const dir = mkdtempSync(join(tmpdir(), "pacer-kafka-"));
     writeFileSync(join(dir, "log4j2.properties"), LOG4J);
-    const controllerPort = await freePort();
-    const voters = `${CONTROLLER_ID}@127.0.0.1:${controllerPort}`;
+    const placement = options.placement;
+    const hostOf = (id: number) => placement?.host(id) ?? "127.0.0.1";
+    const portOf = async (fixed: number) => (placement ? fixed : await freePort());
+    const controllerHost = hostOf(CONTROLLER_ID);
+    const controllerPort = await portOf(9093);
+    const voters = `${CONTROLLER_ID}@${controllerHost}:${controllerPort}`;
     const controller: Node = {
       id: CONTROLLER_ID,
+      host: controllerHost,
       port: controllerPort,
       dir: join(dir, "controller"),
       properties: {
         "process.roles": "controller",
         "node.id": CONTROLLER_ID,
         "controller.quorum.voters": voters,
-        listeners: `CONTROLLER://127.0.0.1:${controllerPort}`,
+        listeners: `CONTROLLER://${controllerHost}:${controllerPort}`,
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
         "log.dirs": join(dir, "controller", "data"),
@@ -107,15 +124,17 @@ export class KafkaCluster {
     };
     const brokerNodes = new Map<number, Node>();
     for (let id = 1; id <= (options.brokers ?? 3); id++) {
-      const port = await freePort();
+      const host = hostOf(id);
+      const port = await portOf(9092);
       const user = options.saslUser;
-      const saslPort = user ? await freePort() : undefined;
+      const saslPort = user ? await portOf(9094) : undefined;
       const listeners = [
-        `PLAINTEXT://127.0.0.1:${port}`,
-        ...(user ? [`SASL_PLAINTEXT://127.0.0.1:${saslPort}`] : []),
+        `PLAINTEXT://${host}:${port}`,
+        ...(user ? [`SASL_PLAINTEXT://${host}:${saslPort}`] : []),
       ];
       brokerNodes.set(id, {
         id,
+        host,
         port,
         saslPort,
         dir: join(dir, `broker-${id}`),
@@ -148,7 +167,7 @@ export class KafkaCluster {
         },
       });
     }
-    const cluster = new KafkaCluster(dir, classpath, controller, brokerNodes);
+    const cluster = new KafkaCluster(dir, classpath, controller, brokerNodes, options);
     const clusterId = randomBytes(16).toString("base64url");
     const scram = options.saslUser
       ? [
@@ -173,12 +192,12 @@ export class KafkaCluster {
   }
 
   get bootstrapServers(): string {
-    return [...this.brokerNodes.values()].map((n) => `127.0.0.1:${n.port}`).join(",");
+    return [...this.brokerNodes.values()].map((n) => `${n.host}:${n.port}`).join(",");
   }
 
   /** The SASL_PLAINTEXT listeners, when the cluster was started with a `saslUser`. */
   get saslBootstrapServers(): string {
-    return [...this.brokerNodes.values()].map((n) => `127.0.0.1:${n.saslPort}`).join(",");
+    return [...this.brokerNodes.values()].map((n) => `${n.host}:${n.saslPort}`).join(",");
   }
 
   brokerIds(): number[] {
@@ -277,10 +296,17 @@ export class KafkaCluster {
   private launch(node: Node, overrides: Properties = {}): void {
     const file = this.writeProperties(node, overrides);
     const log = openSync(join(node.dir, "server.log"), "a");
-    const heapMb = node.id === CONTROLLER_ID ? 256 : 512;
-    node.process = spawn("java", [...this.jvmOptions(heapMb), "-cp", this.classpath, "kafka.Kafka", file], {
-      stdio: ["ignore", log, log],
-    });
+    const heapMb = node.id === CONTROLLER_ID ? 256 : (this.options.brokerHeapMb ?? 512);
+    const [exe, ...args] = [
+      ...(this.options.placement?.prefix(node.id) ?? []),
+      "java",
+      ...this.jvmOptions(heapMb),
+      "-cp",
+      this.classpath,
+      "kafka.Kafka",
+      file,
+    ];
+    node.process = spawn(exe as string, args, { stdio: ["ignore", log, log] });
     const child = node.process;
     running.add(child);
     child.once("exit", () => running.delete(child));
@@ -307,7 +333,7 @@ export class KafkaCluster {
       }
       const running = [...this.brokerNodes.values()].filter((n) => n.process);
       const client = new KafkaAdminClient({
-        bootstrapServers: running.map((n) => `127.0.0.1:${n.port}`),
+        bootstrapServers: running.map((n) => `${n.host}:${n.port}`),
         requestTimeoutMs: 5_000,
       });
       try {

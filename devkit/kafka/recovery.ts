@@ -18,6 +18,7 @@ export async function createEvenTopics(
   cluster: KafkaCluster,
   topics: string[],
   partitionsPerTopic: number,
+  timeoutMs = 60_000,
 ): Promise<void> {
   const brokers = cluster.brokerIds();
   const admin = new Admin({ clientId: "pacer-test", bootstrapBrokers: cluster.bootstrapServers.split(",") });
@@ -46,7 +47,7 @@ export async function createEvenTopics(
       topics.length * partitionsPerTopic
       ? true
       : undefined;
-  }, 60_000);
+  }, timeoutMs);
 }
 
 /** Cluster-wide replication throttle in bytes/s for leaders and followers; 0 lifts it. */

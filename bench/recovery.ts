@@ -1,0 +1,565 @@
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { parseArgs } from "node:util";
+import type { TopLevelSpec } from "vega-lite";
+import { CONTROLLER_ID, KafkaCluster } from "../devkit/kafka/cluster.ts";
+import {
+  createEvenTopics,
+  LeadershipWatcher,
+  largestBurst,
+  type Sample,
+  startAgent,
+  waitFor,
+} from "../devkit/kafka/recovery.ts";
+import { loadClasspath } from "../devkit/recovery-bed/java.ts";
+import {
+  bulkProduce,
+  type LatencyFigures,
+  type LoadReport,
+  reportLoad,
+  startLoad,
+} from "../devkit/recovery-bed/load.ts";
+import {
+  addressOf,
+  type BedHost,
+  bedUnavailable,
+  createBed,
+  destroyBed,
+  inHost,
+  shapeHost,
+} from "../devkit/recovery-bed/netns.ts";
+import { measureTransfer } from "../devkit/recovery-bed/transfer.ts";
+import { renderSvg } from "../functions/handlers/simulate-cli.ts";
+import { KafkaAdminClient } from "../functions/kafka/admin.ts";
+
+/**
+ * `npm run bench:recovery`: the proposal's load test on Apache Kafka 4.4.0. One KRaft controller and
+ * three brokers, each in a network namespace of its own, broker 1's link shaped with `tc tbf` both
+ * ways, so that catching up competes with client traffic for its link as it would for a NIC. An
+ * open-loop acks=all Java producer measures latency from each record's intended send time; broker 1
+ * is stopped, misses a bulk of data, and is started again, once per variant, on the same cluster:
+ * Kafka's balancer at its defaults and every 5 s, no rebalancing, and `pacer agent`.
+ *
+ * Runs as root (namespaces); the bed is torn down on exit. `--quick`: a miniature of variants 2 and 4.
+ */
+
+const { values: args } = parseArgs({
+  options: {
+    inside: { type: "boolean", default: false },
+    quick: { type: "boolean", default: false },
+    partitions: { type: "string" },
+    variants: { type: "string" },
+    "rate-mbit": { type: "string", default: "50" },
+    "produce-mb": { type: "string" },
+    out: { type: "string" },
+    /** Extra broker properties for every variant, `name=value`; written into the report. */
+    broker: { type: "string", multiple: true, default: [] },
+    "down-s": { type: "string", default: "40" },
+  },
+});
+
+const QUICK = args.quick;
+const PARTITIONS = Number(args.partitions ?? (QUICK ? 300 : 3000));
+const TOPICS = ["orders", "payments"];
+const PER_TOPIC = Math.ceil(PARTITIONS / TOPICS.length);
+const RATE_MBIT = Number(args["rate-mbit"]);
+const PRODUCE_MB = Number(args["produce-mb"] ?? (QUICK ? 100 : 450));
+const LOAD = { recordsPerSecond: 1000, recordBytes: 1024 };
+const TIMES = QUICK
+  ? { warmupMs: 15_000, steadyMs: 20_000, tailMs: 10_000 }
+  : { warmupMs: 20_000, steadyMs: 60_000, tailMs: 30_000 };
+/**
+ * How long broker 1 stays down (at least; longer if the bulk takes longer). Longer than
+ * replica.lag.time.max.ms (30 s) on purpose: see the README on a broker back within 30 s.
+ */
+const DOWN_MS = Number(args["down-s"]) * 1000;
+/** A pause between the steady window and the stop, so that no record of the window waits on the stop. */
+const GAP_MS = 5_000;
+const RECOVERED_SHARE = 0.99;
+const THRESHOLD_PERCENT = 5;
+const OUT = resolve(args.out ?? join("report/recovery", QUICK ? "quick" : String(PARTITIONS)));
+const RECOVERING = 1;
+const BROKER_EXTRA = Object.fromEntries(
+  (args.broker ?? []).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
+);
+
+/** The pacing the README recommends, as `pacer agent --config` reads it. */
+export const README_PACING = {
+  "leader.imbalance.election.algorithm": "wait-for-sync",
+  "leader.imbalance.election.wait.for.sync.threshold.percent": THRESHOLD_PERCENT,
+  "leader.imbalance.election.max.per.run": 200,
+  "leader.imbalance.election.throttle.interval.ms": 15000,
+  "leader.imbalance.check.interval.seconds": 5,
+};
+
+interface Variant {
+  id: number;
+  label: string;
+  controller: Record<string, string | number | boolean>;
+  agent?: Record<string, string | number>;
+  /** False where leadership never returns: its window ends when the broker is back in the ISRs. */
+  leadershipReturns: boolean;
+}
+
+const VARIANTS: Variant[] = [
+  {
+    id: 1,
+    label: "Kafka's balancer, defaults (check every 300 s)",
+    controller: { "auto.leader.rebalance.enable": true, "leader.imbalance.check.interval.seconds": 300 },
+    leadershipReturns: true,
+  },
+  {
+    id: 2,
+    label: "Kafka's balancer, check every 5 s",
+    controller: { "auto.leader.rebalance.enable": true, "leader.imbalance.check.interval.seconds": 5 },
+    leadershipReturns: true,
+  },
+  {
+    id: 3,
+    label: "no rebalancing",
+    controller: { "auto.leader.rebalance.enable": false },
+    leadershipReturns: false,
+  },
+  {
+    id: 4,
+    label: "pacer agent, the README's configuration",
+    controller: { "auto.leader.rebalance.enable": false },
+    agent: README_PACING,
+    leadershipReturns: true,
+  },
+];
+
+const chosen = (args.variants ?? (QUICK ? "2,4" : "1,2,3,4")).split(",").map(Number);
+
+const HOSTS: BedHost[] = [
+  { name: "b1", octet: 1 },
+  { name: "b2", octet: 2 },
+  { name: "b3", octet: 3 },
+  { name: "ctl", octet: 10 },
+  { name: "cli", octet: 100 },
+];
+const hostOfNode = (id: number) => (id === CONTROLLER_ID ? "ctl" : `b${id}`);
+
+interface VariantResult {
+  variant: Variant;
+  steadyFromMs: number;
+  stoppedAtMs: number;
+  unfencedAtMs: number;
+  /** When the broker led ≥ 99 % of its preferred partitions (or, without rebalancing, was back in ≥ 99 % of their ISRs). */
+  reachedAtMs?: number;
+  endAtMs: number;
+  bulk: { bytes: number; ms: number };
+  load: LoadReport;
+  samples: Sample[];
+  movesOnto: number;
+  movesWhileBehind: number;
+  largestBurst1s: number;
+  preferred: number;
+  agentErrors: number;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Outside: build the bed, check the shaping, run the bench inside the clients' namespace, tear down.
+
+async function outside(): Promise<number> {
+  const unavailable = bedUnavailable();
+  if (unavailable) {
+    console.error(`bench:recovery needs network namespaces: ${unavailable}`);
+    return 2;
+  }
+  // Maven needs the machine's network, which the namespaces do not have: resolve and compile first.
+  const classpath = loadClasspath();
+  const cleanUp = () => destroyBed();
+  process.once("SIGINT", () => {
+    cleanUp();
+    process.exit(130);
+  });
+  process.once("SIGTERM", () => {
+    cleanUp();
+    process.exit(143);
+  });
+  createBed(HOSTS);
+  try {
+    shapeHost("b1", RATE_MBIT);
+    const ctl = { name: "ctl", address: addressOf(HOSTS[3] as BedHost) };
+    const b1 = { name: "b1", address: addressOf(HOSTS[0] as BedHost) };
+    const egress = await measureTransfer("b1", ctl, 4);
+    const ingress = await measureTransfer("ctl", b1, 4);
+    console.log(
+      `bed: 5 namespaces on ${addressOf({ name: "", octet: 0 }).replace(/\.0$/, ".0/24")}; broker 1 shaped to ${RATE_MBIT} Mbit/s: measured ${egress} out, ${ingress} in`,
+    );
+    mkdirSync(OUT, { recursive: true });
+    writeFileSync(join(OUT, "shaping.json"), JSON.stringify({ setMbit: RATE_MBIT, egress, ingress }));
+    const [exe, ...prefix] = inHost("cli");
+    const child = spawn(
+      exe as string,
+      [
+        ...prefix,
+        process.execPath,
+        "--import",
+        "tsx",
+        "bench/recovery.ts",
+        ...process.argv.slice(2),
+        "--inside",
+      ],
+      { stdio: "inherit", env: { ...process.env, PACER_BED_CLASSPATH: classpath } },
+    );
+    return await new Promise<number>((done) => child.once("exit", (code) => done(code ?? 1)));
+  } finally {
+    cleanUp();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Inside: the cluster, the variants one after another, the report.
+
+async function inside(): Promise<number> {
+  const classpath = process.env.PACER_BED_CLASSPATH as string;
+  const heapMb = PARTITIONS > 5000 ? 2048 : 1024;
+  const cluster = await KafkaCluster.start({
+    brokers: 3,
+    classpath,
+    brokerHeapMb: heapMb,
+    placement: {
+      host: (id) => addressOf(HOSTS.find((h) => h.name === hostOfNode(id)) as BedHost),
+      prefix: (id) => inHost(hostOfNode(id)),
+    },
+    broker: {
+      "min.insync.replicas": 2,
+      // Kafka's defaults (the tests' cluster runs with fewer threads).
+      "num.network.threads": 3,
+      "num.io.threads": 8,
+      // Thousands of small logs: keep their preallocated indexes small.
+      "log.index.size.max.bytes": 1048576,
+      ...BROKER_EXTRA,
+    },
+  });
+  const target = {
+    classpath,
+    bootstrap: cluster.bootstrapServers,
+    topics: TOPICS,
+    partitionsPerTopic: PER_TOPIC,
+  };
+  const work = mkdtempSync(join(tmpdir(), "pacer-recovery-"));
+  const results: VariantResult[] = [];
+  try {
+    console.log(`cluster up: Apache Kafka 4.4.0, ${cluster.bootstrapServers}`);
+    await createEvenTopics(cluster, TOPICS, PER_TOPIC, 300_000);
+    console.log(`${TOPICS.length * PER_TOPIC} partitions, RF 3, preferred leaders spread evenly`);
+    for (const id of chosen) {
+      const variant = VARIANTS.find((v) => v.id === id);
+      if (!variant) throw new Error(`no variant ${id}`);
+      const result = await runVariant(cluster, target, variant, join(work, `load-${id}.csv`));
+      results.push(result);
+      printRow(result);
+    }
+  } finally {
+    await cluster.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+  await writeReport(results);
+  return 0;
+}
+
+async function runVariant(
+  cluster: KafkaCluster,
+  target: Parameters<typeof bulkProduce>[0],
+  variant: Variant,
+  loadFile: string,
+): Promise<VariantResult> {
+  const log = (text: string) =>
+    console.log(`[${variant.id}] ${new Date().toISOString().slice(11, 19)} ${text}`);
+  log(`${variant.label}: restarting the controller with ${JSON.stringify(variant.controller)}`);
+  await cluster.restartController(variant.controller);
+  await restorePreferredLeadership(cluster);
+  const kafka = new KafkaAdminClient({
+    bootstrapServers: cluster.bootstrapServers.split(","),
+    requestTimeoutMs: 10_000,
+  });
+  const preferred = (await kafka.describePartitions()).filter((p) => p.replicas[0] === RECOVERING).length;
+  await kafka.close();
+  const watcher = new LeadershipWatcher(cluster, TOPICS, PARTITIONS > 5000 ? 1000 : 500);
+  const agent = variant.agent
+    ? startAgent(cluster, { kind: "agent-embedded" }, { config: variant.agent })
+    : undefined;
+  const load = await startLoad(target, LOAD.recordsPerSecond, LOAD.recordBytes, loadFile);
+  try {
+    await sleep(TIMES.warmupMs);
+    const steadyFromMs = Date.now();
+    await sleep(TIMES.steadyMs);
+    const steadyToMs = Date.now();
+    await sleep(GAP_MS);
+    const stoppedAtMs = Date.now();
+    await cluster.stopBroker(RECOVERING, "SIGTERM");
+    log("broker 1 stopped; producing while it is down");
+    const bulk = await bulkProduce(target, PRODUCE_MB * 1_000_000);
+    log(
+      `produced ${(bulk.bytes / 1e6).toFixed(0)} MB in ${(bulk.ms / 1000).toFixed(1)} s; starting broker 1`,
+    );
+    await cluster.startBroker(RECOVERING);
+    const unfencedAtMs = Date.now();
+    log("broker 1 unfenced");
+    const reached = (s: Sample) =>
+      variant.leadershipReturns
+        ? (s.leads[RECOVERING] ?? 0) >= RECOVERED_SHARE * preferred
+        : preferred - (s.outOfSync[RECOVERING] ?? 0) >= RECOVERED_SHARE * preferred;
+    const reachedAtMs = await waitFor(
+      async () => watcher.samples.find((s) => s.atMs >= unfencedAtMs && reached(s))?.atMs,
+      QUICK ? 180_000 : 900_000,
+      "broker 1 to recover",
+    ).catch((error) => {
+      log(`not recovered: ${(error as Error).message}`);
+      return undefined;
+    });
+    log(`recovered after ${reachedAtMs ? ((reachedAtMs - unfencedAtMs) / 1000).toFixed(1) : "–"} s`);
+    await sleep(TIMES.tailMs);
+    const endAtMs = Date.now();
+    await load.stop();
+    const runs = (await agent?.stop()) ?? [];
+    await watcher.stop();
+    const report = await reportLoad(
+      target.classpath,
+      loadFile,
+      { steady: [steadyFromMs, steadyToMs], recovery: [unfencedAtMs, endAtMs] },
+      { originMs: unfencedAtMs, fromMs: steadyFromMs, toMs: endAtMs, bucketMs: 5000 },
+    );
+    const onto = watcher.moves.filter((m) => m.to === RECOVERING && m.atMs >= unfencedAtMs);
+    return {
+      variant,
+      steadyFromMs,
+      stoppedAtMs,
+      unfencedAtMs,
+      reachedAtMs,
+      endAtMs,
+      bulk,
+      load: report,
+      samples: watcher.samples.filter((s) => s.atMs >= steadyFromMs),
+      movesOnto: onto.length,
+      movesWhileBehind: onto.filter((m) => m.outOfSync * 100 > THRESHOLD_PERCENT * m.preferred).length,
+      largestBurst1s: largestBurst(onto, 1000, RECOVERING),
+      preferred,
+      agentErrors: runs.filter((r) => r.error).length,
+    };
+  } finally {
+    await load.stop().catch(() => {});
+    await agent?.stop();
+    await watcher.stop().catch(() => {});
+  }
+}
+
+/** Every partition led by its preferred replica again, so each variant starts from the same place. */
+async function restorePreferredLeadership(cluster: KafkaCluster): Promise<void> {
+  const kafka = new KafkaAdminClient({
+    bootstrapServers: cluster.bootstrapServers.split(","),
+    requestTimeoutMs: 30_000,
+  });
+  try {
+    await waitFor(
+      async () => {
+        const partitions = await kafka.describePartitions();
+        const off = partitions.filter((p) => TOPICS.includes(p.topic) && p.leader !== p.replicas[0]);
+        if (off.length === 0 && partitions.every((p) => p.isr.length === p.replicas.length)) return true;
+        for (let i = 0; i < off.length; i += 1000) await kafka.electPreferred(off.slice(i, i + 1000));
+        await sleep(2000);
+        return undefined;
+      },
+      600_000,
+      "every partition to be led by its preferred replica with a full ISR",
+    );
+  } finally {
+    await kafka.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The report: a table, CSV and charts.
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(0)} s`;
+const ms = (x: number) => (x >= 100 ? x.toFixed(0) : x.toFixed(1));
+
+function rowOf(r: VariantResult) {
+  const steady = r.load.windows.steady as LatencyFigures;
+  const recovery = r.load.windows.recovery as LatencyFigures;
+  return {
+    variant: `${r.variant.id}. ${r.variant.label}`,
+    "steady P99 ms": ms(steady.p99Ms),
+    "recovery P50 ms": ms(recovery.p50Ms),
+    "recovery P99 ms": ms(recovery.p99Ms),
+    "recovery P99.9 ms": ms(recovery.p999Ms),
+    "recovery max ms": ms(recovery.maxMs),
+    "P99 ÷ steady": (recovery.p99Ms / steady.p99Ms).toFixed(2),
+    "errors / timeouts": `${recovery.errors} / ${recovery.timeouts}`,
+    "recovery time": r.reachedAtMs
+      ? `${seconds(r.reachedAtMs - r.unfencedAtMs)}${r.variant.leadershipReturns ? "" : " (in ISR; leads none)"}`
+      : "not reached",
+    "moves onto broker 1": r.movesOnto,
+    "while > 5 % behind": r.movesWhileBehind,
+    "largest 1 s burst": r.largestBurst1s,
+  };
+}
+
+function printRow(r: VariantResult): void {
+  console.table([rowOf(r)]);
+}
+
+function latencyChart(results: VariantResult[]): TopLevelSpec {
+  const values = results.flatMap((r) =>
+    r.load.buckets.map((b) => ({
+      seconds: b.fromMs / 1000,
+      p99: Math.max(1, b.p99Ms),
+      variant: `${r.variant.id}. ${r.variant.label}`,
+    })),
+  );
+  return {
+    $schema: "https://vega.github.io/schema/vega-lite/v6.json",
+    title: {
+      text: `Producer P99 through broker 1's recovery: Apache Kafka 4.4.0, ${TOPICS.length * PER_TOPIC} partitions`,
+      subtitle: `acks=all, ${LOAD.recordsPerSecond} × 1 KiB/s open loop; broker 1's link ${RATE_MBIT} Mbit/s; ${PRODUCE_MB} MB produced while it was down. P99 per 5 s; 0 = unfenced`,
+    },
+    width: 760,
+    height: 300,
+    layer: [
+      {
+        data: { values },
+        mark: { type: "line", point: { size: 12 }, strokeWidth: 1.5 },
+        encoding: {
+          x: { field: "seconds", type: "quantitative", title: "seconds since broker 1 was unfenced" },
+          y: {
+            field: "p99",
+            type: "quantitative",
+            title: "P99 per 5 s (ms, log scale)",
+            scale: { type: "log" },
+          },
+          color: {
+            field: "variant",
+            type: "nominal",
+            title: null,
+            legend: { orient: "bottom", columns: 2, labelLimit: 360 },
+          },
+        },
+      },
+      {
+        data: { values: [{ seconds: 0 }] },
+        mark: { type: "rule", strokeDash: [4, 4], color: "#555" },
+        encoding: { x: { field: "seconds", type: "quantitative" } },
+      },
+    ],
+  };
+}
+
+function leadershipChart(results: VariantResult[]): TopLevelSpec {
+  const values = results.flatMap((r) =>
+    r.samples.flatMap((s) => {
+      const t = Math.round((s.atMs - r.unfencedAtMs) / 100) / 10;
+      const variant = `${r.variant.id}. ${r.variant.label}`;
+      const inIsr =
+        s.atMs < r.stoppedAtMs || s.atMs >= r.unfencedAtMs
+          ? 100 * (1 - (s.outOfSync[RECOVERING] ?? 0) / r.preferred)
+          : 0;
+      return [
+        { seconds: t, percent: (100 * (s.leads[RECOVERING] ?? 0)) / r.preferred, variant, measure: "leads" },
+        { seconds: t, percent: inIsr, variant, measure: "in the ISR" },
+      ];
+    }),
+  );
+  return {
+    $schema: "https://vega.github.io/schema/vega-lite/v6.json",
+    title: {
+      text: "Broker 1's preferred partitions: the share it is back in the ISR of, and the share it leads",
+      subtitle:
+        "0 = unfenced; in the ISR (dashed) is the same catch-up in every variant, leadership is what differs",
+    },
+    width: 760,
+    height: 300,
+    data: { values },
+    mark: { type: "line", interpolate: "step-after", strokeWidth: 1.5 },
+    encoding: {
+      x: { field: "seconds", type: "quantitative", title: "seconds since broker 1 was unfenced" },
+      y: {
+        field: "percent",
+        type: "quantitative",
+        title: "% of its preferred partitions",
+        scale: { domain: [0, 100] },
+      },
+      color: {
+        field: "variant",
+        type: "nominal",
+        title: null,
+        legend: { orient: "bottom", columns: 2, labelLimit: 360 },
+      },
+      strokeDash: { field: "measure", type: "nominal", title: null },
+    },
+  };
+}
+
+async function writeReport(results: VariantResult[]): Promise<void> {
+  mkdirSync(OUT, { recursive: true });
+  const rows = results.map(rowOf);
+  console.log(
+    `\nApache Kafka 4.4.0, KRaft, 1 controller + 3 brokers; ${TOPICS.length * PER_TOPIC} partitions, RF 3, min.insync.replicas 2; broker 1 (${rows.length ? results[0]?.preferred : 0} preferred) shaped to ${RATE_MBIT} Mbit/s each way; load ${LOAD.recordsPerSecond} × ${LOAD.recordBytes} B/s acks=all open loop; ${PRODUCE_MB} MB produced while broker 1 was down; steady = ${TIMES.steadyMs / 1000} s before the stop, recovery = unfenced → 99 % + ${TIMES.tailMs / 1000} s.\n`,
+  );
+  console.table(rows);
+  const csv = (header: string[], lines: (string | number)[][]) =>
+    `${[header, ...lines].map((l) => l.join(",")).join("\n")}\n`;
+  writeFileSync(
+    join(OUT, "p99-per-5s.csv"),
+    csv(
+      ["variant", "seconds_since_unfenced", "count", "p99_ms", "max_ms", "errors"],
+      results.flatMap((r) =>
+        r.load.buckets.map((b) => [r.variant.id, b.fromMs / 1000, b.count, b.p99Ms, b.maxMs, b.errors]),
+      ),
+    ),
+  );
+  writeFileSync(
+    join(OUT, "leadership.csv"),
+    csv(
+      ["variant", "seconds_since_unfenced", "leads", "out_of_sync", "preferred"],
+      results.flatMap((r) =>
+        r.samples.map((s) => [
+          r.variant.id,
+          (s.atMs - r.unfencedAtMs) / 1000,
+          s.leads[RECOVERING] ?? 0,
+          s.outOfSync[RECOVERING] ?? 0,
+          r.preferred,
+        ]),
+      ),
+    ),
+  );
+  writeFileSync(
+    join(OUT, "results.json"),
+    `${JSON.stringify(
+      {
+        kafka: "4.4.0",
+        partitions: TOPICS.length * PER_TOPIC,
+        rateMbit: RATE_MBIT,
+        produceMb: PRODUCE_MB,
+        load: LOAD,
+        times: { ...TIMES, downMs: DOWN_MS, gapMs: GAP_MS },
+        brokerConfig: BROKER_EXTRA,
+        pacing: README_PACING,
+        rows,
+        variants: results.map((r) => ({
+          id: r.variant.id,
+          label: r.variant.label,
+          windows: r.load.windows,
+          recoveryMs: r.reachedAtMs ? r.reachedAtMs - r.unfencedAtMs : null,
+          movesOnto: r.movesOnto,
+          movesWhileBehind: r.movesWhileBehind,
+          largestBurst1s: r.largestBurst1s,
+          agentErrors: r.agentErrors,
+          bulk: r.bulk,
+        })),
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  writeFileSync(join(OUT, "p99.svg"), await renderSvg(latencyChart(results)));
+  writeFileSync(join(OUT, "leadership.svg"), await renderSvg(leadershipChart(results)));
+  console.log(`report: ${OUT}/{results.json,p99-per-5s.csv,leadership.csv,p99.svg,leadership.svg}`);
+}
+
+process.exitCode = await (args.inside ? inside() : outside());

@@ -1,0 +1,136 @@
+import { type ChildProcess, spawn } from "node:child_process";
+
+/**
+ * The bed's clients, with Kafka's own Java producer (devkit/recovery-bed/java/RecoveryLoad.java):
+ * the open-loop load measured from each record's intended send time, the bulk that a stopped broker
+ * misses, and the HdrHistogram report over windows of the load's file.
+ */
+
+export interface Target {
+  classpath: string;
+  bootstrap: string;
+  topics: string[];
+  partitionsPerTopic: number;
+}
+
+function java(classpath: string, args: string[], heapMb = 512): ChildProcess {
+  return spawn("java", [`-Xmx${heapMb}m`, "-cp", classpath, "RecoveryLoad", ...args], {
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+}
+
+const targetArgs = (t: Target) => [
+  "--bootstrap",
+  t.bootstrap,
+  "--topics",
+  t.topics.join(","),
+  "--partitions-per-topic",
+  String(t.partitionsPerTopic),
+];
+
+function collect(child: ChildProcess) {
+  let out = "";
+  let err = "";
+  child.stdout?.on("data", (c) => {
+    out += c;
+  });
+  child.stderr?.on("data", (c) => {
+    err += c;
+  });
+  const exited = new Promise<number>((done) => child.once("exit", (code) => done(code ?? 1)));
+  return { out: () => out, err: () => err, exited };
+}
+
+/** Starts the open-loop load: `rate` records/s of `size` bytes round-robin over every partition. */
+export async function startLoad(t: Target, rate: number, size: number, file: string) {
+  const child = java(t.classpath, [
+    "load",
+    ...targetArgs(t),
+    "--rate",
+    String(rate),
+    "--size",
+    String(size),
+    "--out",
+    file,
+  ]);
+  const output = collect(child);
+  const startedMs = await new Promise<number>((resolve, reject) => {
+    child.stdout?.on("data", () => {
+      const match = /started (\d+)/.exec(output.out());
+      if (match) resolve(Number(match[1]));
+    });
+    output.exited.then((code) => reject(new Error(`load exited (${code}): ${output.err().slice(-2000)}`)));
+  });
+  return {
+    startedMs,
+    /** Stops the schedule and waits for every record in flight to be answered or to time out. */
+    async stop(): Promise<void> {
+      child.stdin?.end();
+      const code = await output.exited;
+      if (code !== 0) throw new Error(`load exited (${code}): ${output.err().slice(-2000)}`);
+    },
+  };
+}
+
+/** Produces about `bytes` unevenly over every partition (acks=all); resolves with what it did. */
+export async function bulkProduce(t: Target, bytes: number) {
+  const child = java(t.classpath, ["bulk", ...targetArgs(t), "--bytes", String(bytes)], 1024);
+  child.stdin?.end();
+  const output = collect(child);
+  const code = await output.exited;
+  if (code !== 0)
+    throw new Error(`bulk produce failed (${code}): ${output.out()}${output.err().slice(-2000)}`);
+  return JSON.parse(output.out().trim().split("\n").pop() as string) as {
+    records: number;
+    bytes: number;
+    ms: number;
+  };
+}
+
+export interface LatencyFigures {
+  count: number;
+  p50Ms: number;
+  p99Ms: number;
+  p999Ms: number;
+  maxMs: number;
+  errors: number;
+  timeouts: number;
+  errorKinds: Record<string, number>;
+}
+
+export interface LoadReport {
+  windows: Record<string, LatencyFigures>;
+  buckets: { fromMs: number; count: number; p99Ms: number; maxMs: number; errors: number }[];
+}
+
+/** Percentiles of named windows [from, to) of intended-send time, and P99 per bucket from `originMs`. */
+export async function reportLoad(
+  classpath: string,
+  file: string,
+  windows: Record<string, [number, number]>,
+  buckets: { originMs: number; fromMs: number; toMs: number; bucketMs: number },
+): Promise<LoadReport> {
+  const spec = Object.entries(windows)
+    .map(([name, [from, to]]) => `${name}:${from}:${to}`)
+    .join(",");
+  const child = java(classpath, [
+    "report",
+    "--in",
+    file,
+    "--windows",
+    spec,
+    "--origin-ms",
+    String(buckets.originMs),
+    "--buckets-from-ms",
+    String(buckets.fromMs),
+    "--buckets-to-ms",
+    String(buckets.toMs),
+    "--bucket-ms",
+    String(buckets.bucketMs),
+  ]);
+  child.stdin?.end();
+  const output = collect(child);
+  const code = await output.exited;
+  if (code !== 0) throw new Error(`load report failed (${code}): ${output.err().slice(-2000)}`);
+  return JSON.parse(output.out()) as LoadReport;
+}
