@@ -20,6 +20,7 @@ import {
   type LatencyFigures,
   type LoadReport,
   reportLoad,
+  setCatchUpThrottle,
   startLoad,
 } from "../devkit/recovery-bed/load.ts";
 import {
@@ -50,6 +51,7 @@ const { values: args } = parseArgs({
   options: {
     inside: { type: "boolean", default: false },
     quick: { type: "boolean", default: false },
+    mini: { type: "boolean", default: false },
     partitions: { type: "string" },
     variants: { type: "string" },
     "rate-mbit": { type: "string", default: "50" },
@@ -57,30 +59,45 @@ const { values: args } = parseArgs({
     out: { type: "string" },
     /** Extra broker properties for every variant, `name=value`; written into the report. */
     broker: { type: "string", multiple: true, default: [] },
-    "down-s": { type: "string", default: "40" },
+    "down-s": { type: "string" },
+    /** Kafka's follower replication throttle on broker 1 from its stop until it has recovered (every variant). */
+    "catch-up-throttle-mbit": { type: "string" },
   },
 });
 
-const QUICK = args.quick;
-const PARTITIONS = Number(args.partitions ?? (QUICK ? 300 : 3000));
+/**
+ * Sizes: the default run, `--quick` (a miniature of variants 2 and 4 within 6 minutes) and `--mini`
+ * (the CI test's: the same two variants in about 30 s of load each, which proves that the bed and the
+ * bench work, not what the figures are).
+ */
+const PRESETS = {
+  full: { partitions: 3000, produceMb: 450, downS: 40, warmupMs: 20_000, steadyMs: 60_000, tailMs: 30_000 },
+  quick: { partitions: 300, produceMb: 100, downS: 40, warmupMs: 15_000, steadyMs: 20_000, tailMs: 10_000 },
+  mini: { partitions: 60, produceMb: 20, downS: 10, warmupMs: 5_000, steadyMs: 8_000, tailMs: 5_000 },
+};
+const SIZE = args.mini ? "mini" : args.quick ? "quick" : "full";
+const PRESET = PRESETS[SIZE];
+const QUICK = SIZE !== "full";
+const PARTITIONS = Number(args.partitions ?? PRESET.partitions);
 const TOPICS = ["orders", "payments"];
 const PER_TOPIC = Math.ceil(PARTITIONS / TOPICS.length);
 const RATE_MBIT = Number(args["rate-mbit"]);
-const PRODUCE_MB = Number(args["produce-mb"] ?? (QUICK ? 100 : 450));
+const PRODUCE_MB = Number(args["produce-mb"] ?? PRESET.produceMb);
 const LOAD = { recordsPerSecond: 1000, recordBytes: 1024 };
-const TIMES = QUICK
-  ? { warmupMs: 15_000, steadyMs: 20_000, tailMs: 10_000 }
-  : { warmupMs: 20_000, steadyMs: 60_000, tailMs: 30_000 };
+const TIMES = { warmupMs: PRESET.warmupMs, steadyMs: PRESET.steadyMs, tailMs: PRESET.tailMs };
 /**
  * How long broker 1 stays down (at least; longer if the bulk takes longer). Longer than
  * replica.lag.time.max.ms (30 s) on purpose: see the README on a broker back within 30 s.
  */
-const DOWN_MS = Number(args["down-s"]) * 1000;
+const DOWN_MS = Number(args["down-s"] ?? PRESET.downS) * 1000;
 /** A pause between the steady window and the stop, so that no record of the window waits on the stop. */
 const GAP_MS = 5_000;
+const CATCH_UP_THROTTLE_MBIT = args["catch-up-throttle-mbit"]
+  ? Number(args["catch-up-throttle-mbit"])
+  : undefined;
 const RECOVERED_SHARE = 0.99;
 const THRESHOLD_PERCENT = 5;
-const OUT = resolve(args.out ?? join("report/recovery", QUICK ? "quick" : String(PARTITIONS)));
+const OUT = resolve(args.out ?? join("report/recovery", QUICK ? SIZE : String(PARTITIONS)));
 const RECOVERING = 1;
 const BROKER_EXTRA = Object.fromEntries(
   (args.broker ?? []).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
@@ -292,12 +309,16 @@ async function runVariant(
     await sleep(TIMES.steadyMs);
     const steadyToMs = Date.now();
     await sleep(GAP_MS);
+    // Set before the stop, as an operator would: a broker's own configs are altered through it.
+    if (CATCH_UP_THROTTLE_MBIT)
+      await setCatchUpThrottle(target, RECOVERING, (CATCH_UP_THROTTLE_MBIT * 1e6) / 8);
     const stoppedAtMs = Date.now();
     await cluster.stopBroker(RECOVERING, "SIGTERM");
     log("broker 1 stopped; producing while it is down");
     const bulk = await bulkProduce(target, PRODUCE_MB * 1_000_000);
+    await sleep(Math.max(0, stoppedAtMs + DOWN_MS - Date.now()));
     log(
-      `produced ${(bulk.bytes / 1e6).toFixed(0)} MB in ${(bulk.ms / 1000).toFixed(1)} s; starting broker 1`,
+      `produced ${(bulk.bytes / 1e6).toFixed(0)} MB in ${(bulk.ms / 1000).toFixed(1)} s; starting broker 1 after ${((Date.now() - stoppedAtMs) / 1000).toFixed(0)} s down`,
     );
     await cluster.startBroker(RECOVERING);
     const unfencedAtMs = Date.now();
@@ -314,6 +335,7 @@ async function runVariant(
       log(`not recovered: ${(error as Error).message}`);
       return undefined;
     });
+    if (CATCH_UP_THROTTLE_MBIT) await setCatchUpThrottle(target, RECOVERING, 0);
     log(`recovered after ${reachedAtMs ? ((reachedAtMs - unfencedAtMs) / 1000).toFixed(1) : "–"} s`);
     await sleep(TIMES.tailMs);
     const endAtMs = Date.now();
@@ -470,7 +492,7 @@ function leadershipChart(results: VariantResult[]): TopLevelSpec {
     title: {
       text: "Broker 1's preferred partitions: the share it is back in the ISR of, and the share it leads",
       subtitle:
-        "0 = unfenced; in the ISR (dashed) is the same catch-up in every variant, leadership is what differs",
+        "0 = unfenced; in the ISR (solid) is the same catch-up in every variant, leads (dashed) is what differs",
     },
     width: 760,
     height: 300,
@@ -539,6 +561,7 @@ async function writeReport(results: VariantResult[]): Promise<void> {
         load: LOAD,
         times: { ...TIMES, downMs: DOWN_MS, gapMs: GAP_MS },
         brokerConfig: BROKER_EXTRA,
+        catchUpThrottleMbit: CATCH_UP_THROTTLE_MBIT ?? null,
         pacing: README_PACING,
         rows,
         variants: results.map((r) => ({

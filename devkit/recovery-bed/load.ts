@@ -134,3 +134,25 @@ export async function reportLoad(
   if (code !== 0) throw new Error(`load report failed (${code}): ${output.err().slice(-2000)}`);
   return JSON.parse(output.out()) as LoadReport;
 }
+
+/**
+ * Kafka's own follower replication throttle on `broker` at `bytesPerSecond` for every partition of the
+ * topics (Kafka exempts partitions whose replica on the broker is in the ISR); 0 removes it.
+ */
+export async function setCatchUpThrottle(t: Target, broker: number, bytesPerSecond: number) {
+  const child = java(t.classpath, [
+    "throttle",
+    "--bootstrap",
+    t.bootstrap,
+    "--topics",
+    t.topics.join(","),
+    "--broker",
+    String(broker),
+    "--rate-bytes",
+    String(Math.round(bytesPerSecond)),
+  ]);
+  child.stdin?.end();
+  const output = collect(child);
+  const code = await output.exited;
+  if (code !== 0) throw new Error(`throttle failed (${code}): ${output.err().slice(-2000)}`);
+}

@@ -16,7 +16,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import org.HdrHistogram.Histogram;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.errors.TimeoutException;
@@ -45,6 +50,7 @@ public final class RecoveryLoad {
       case "load" -> load(options);
       case "bulk" -> bulk(options);
       case "report" -> report(options);
+      case "throttle" -> throttle(options);
       default -> {
         System.err.println("usage: RecoveryLoad load|bulk|report --option value ...");
         System.exit(2);
@@ -182,6 +188,31 @@ public final class RecoveryLoad {
         "{\"records\":%d,\"bytes\":%d,\"failed\":%d,\"ms\":%d,\"partitionsPerTopic\":%d}%n",
         records, records * recordBytes, failed.get(), System.currentTimeMillis() - started, perTopic);
     if (failed.get() > 0) System.exit(1);
+  }
+
+  /**
+   * Kafka's own replication throttle on one broker's fetching as a follower
+   * ({@code follower.replication.throttled.rate} on the broker, {@code
+   * follower.replication.throttled.replicas=*} on the topics), or its removal with {@code --rate-bytes
+   * 0}. Kafka never throttles a partition whose replica on that broker is in the ISR.
+   */
+  private static void throttle(Map<String, String> options) throws Exception {
+    long rate = Long.parseLong(required(options, "rate-bytes"));
+    Properties props = new Properties();
+    props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, required(options, "bootstrap"));
+    try (Admin admin = Admin.create(props)) {
+      Map<ConfigResource, java.util.Collection<AlterConfigOp>> changes = new HashMap<>();
+      ConfigResource broker = new ConfigResource(ConfigResource.Type.BROKER, required(options, "broker"));
+      ConfigEntry rateEntry = new ConfigEntry("follower.replication.throttled.rate", String.valueOf(rate));
+      changes.put(broker, List.of(new AlterConfigOp(rateEntry, rate > 0 ? AlterConfigOp.OpType.SET : AlterConfigOp.OpType.DELETE)));
+      for (String topic : required(options, "topics").split(",")) {
+        ConfigEntry replicas = new ConfigEntry("follower.replication.throttled.replicas", "*");
+        changes.put(
+            new ConfigResource(ConfigResource.Type.TOPIC, topic),
+            List.of(new AlterConfigOp(replicas, rate > 0 ? AlterConfigOp.OpType.SET : AlterConfigOp.OpType.DELETE)));
+      }
+      admin.incrementalAlterConfigs(changes).all().get();
+    }
   }
 
   /** A window of the load: [fromMs, toMs) in intended-send time. */
