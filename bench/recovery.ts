@@ -44,7 +44,8 @@ import { KafkaAdminClient } from "../functions/kafka/admin.ts";
  * is stopped, misses a bulk of data, and is started again, once per variant, on the same cluster:
  * Kafka's balancer at its defaults and every 5 s, no rebalancing, and `pacer agent`.
  *
- * Runs as root (namespaces); the bed is torn down on exit. `--quick`: a miniature of variants 2 and 4.
+ * Runs as root (namespaces); the bed is torn down on exit. `--quick`: a miniature of variants 2 and 4;
+ * `--mini`: the CI test's, smaller still.
  */
 
 const { values: args } = parseArgs({
@@ -86,8 +87,8 @@ const PRODUCE_MB = Number(args["produce-mb"] ?? PRESET.produceMb);
 const LOAD = { recordsPerSecond: 1000, recordBytes: 1024 };
 const TIMES = { warmupMs: PRESET.warmupMs, steadyMs: PRESET.steadyMs, tailMs: PRESET.tailMs };
 /**
- * How long broker 1 stays down (at least; longer if the bulk takes longer). Longer than
- * replica.lag.time.max.ms (30 s) on purpose: see the README on a broker back within 30 s.
+ * How long broker 1 stays down (at least; longer if the bulk takes longer). By default longer than
+ * replica.lag.time.max.ms (30 s), so that the leaders no longer count it as caught up when it returns.
  */
 const DOWN_MS = Number(args["down-s"] ?? PRESET.downS) * 1000;
 /** A pause between the steady window and the stop, so that no record of the window waits on the stop. */
