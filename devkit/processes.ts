@@ -30,6 +30,13 @@ export function spawnPacer(
     stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
     env: { ...process.env, ...options.env },
   });
+  const output = collectOutput(child);
+  if (options.input !== undefined) child.stdin?.end(options.input);
+  return { child, ...output };
+}
+
+/** What a child process writes, as it arrives, and its exit code (1 when killed by a signal). */
+export function collectOutput(child: ChildProcess) {
   let stdout = "";
   let stderr = "";
   child.stdout?.on("data", (chunk) => {
@@ -38,9 +45,8 @@ export function spawnPacer(
   child.stderr?.on("data", (chunk) => {
     stderr += chunk;
   });
-  if (options.input !== undefined) child.stdin?.end(options.input);
   const exited = new Promise<number>((resolve) => child.once("exit", (code) => resolve(code ?? 1)));
-  return { child, stdout: () => stdout, stderr: () => stderr, exited };
+  return { stdout: () => stdout, stderr: () => stderr, exited };
 }
 
 /**

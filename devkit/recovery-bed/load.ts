@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { collectOutput } from "../processes.ts";
 
 /**
  * The bed's clients, with Kafka's own Java producer (devkit/recovery-bed/java/RecoveryLoad.java):
@@ -28,19 +29,6 @@ const targetArgs = (t: Target) => [
   String(t.partitionsPerTopic),
 ];
 
-function collect(child: ChildProcess) {
-  let out = "";
-  let err = "";
-  child.stdout?.on("data", (c) => {
-    out += c;
-  });
-  child.stderr?.on("data", (c) => {
-    err += c;
-  });
-  const exited = new Promise<number>((done) => child.once("exit", (code) => done(code ?? 1)));
-  return { out: () => out, err: () => err, exited };
-}
-
 /** Starts the open-loop load: `rate` records/s of `size` bytes round-robin over every partition. */
 export async function startLoad(t: Target, rate: number, size: number, file: string) {
   const child = java(t.classpath, [
@@ -53,13 +41,13 @@ export async function startLoad(t: Target, rate: number, size: number, file: str
     "--out",
     file,
   ]);
-  const output = collect(child);
+  const output = collectOutput(child);
   const startedMs = await new Promise<number>((resolve, reject) => {
     child.stdout?.on("data", () => {
-      const match = /started (\d+)/.exec(output.out());
+      const match = /started (\d+)/.exec(output.stdout());
       if (match) resolve(Number(match[1]));
     });
-    output.exited.then((code) => reject(new Error(`load exited (${code}): ${output.err().slice(-2000)}`)));
+    output.exited.then((code) => reject(new Error(`load exited (${code}): ${output.stderr().slice(-2000)}`)));
   });
   return {
     startedMs,
@@ -67,7 +55,7 @@ export async function startLoad(t: Target, rate: number, size: number, file: str
     async stop(): Promise<void> {
       child.stdin?.end();
       const code = await output.exited;
-      if (code !== 0) throw new Error(`load exited (${code}): ${output.err().slice(-2000)}`);
+      if (code !== 0) throw new Error(`load exited (${code}): ${output.stderr().slice(-2000)}`);
     },
   };
 }
@@ -76,11 +64,11 @@ export async function startLoad(t: Target, rate: number, size: number, file: str
 export async function bulkProduce(t: Target, bytes: number) {
   const child = java(t.classpath, ["bulk", ...targetArgs(t), "--bytes", String(bytes)], 1024);
   child.stdin?.end();
-  const output = collect(child);
+  const output = collectOutput(child);
   const code = await output.exited;
   if (code !== 0)
-    throw new Error(`bulk produce failed (${code}): ${output.out()}${output.err().slice(-2000)}`);
-  return JSON.parse(output.out().trim().split("\n").pop() as string) as {
+    throw new Error(`bulk produce failed (${code}): ${output.stdout()}${output.stderr().slice(-2000)}`);
+  return JSON.parse(output.stdout().trim().split("\n").pop() as string) as {
     records: number;
     bytes: number;
     ms: number;
@@ -129,10 +117,10 @@ export async function reportLoad(
     String(buckets.bucketMs),
   ]);
   child.stdin?.end();
-  const output = collect(child);
+  const output = collectOutput(child);
   const code = await output.exited;
-  if (code !== 0) throw new Error(`load report failed (${code}): ${output.err().slice(-2000)}`);
-  return JSON.parse(output.out()) as LoadReport;
+  if (code !== 0) throw new Error(`load report failed (${code}): ${output.stderr().slice(-2000)}`);
+  return JSON.parse(output.stdout()) as LoadReport;
 }
 
 /**
@@ -152,7 +140,7 @@ export async function setCatchUpThrottle(t: Target, broker: number, bytesPerSeco
     String(Math.round(bytesPerSecond)),
   ]);
   child.stdin?.end();
-  const output = collect(child);
+  const output = collectOutput(child);
   const code = await output.exited;
-  if (code !== 0) throw new Error(`throttle failed (${code}): ${output.err().slice(-2000)}`);
+  if (code !== 0) throw new Error(`throttle failed (${code}): ${output.stderr().slice(-2000)}`);
 }
