@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -22,6 +22,7 @@ import {
   reportLoad,
   setCatchUpThrottle,
   startLoad,
+  waitSettled,
 } from "../devkit/recovery-bed/load.ts";
 import {
   addressOf,
@@ -163,6 +164,8 @@ const hostOfNode = (id: number) => (id === CONTROLLER_ID ? "ctl" : `b${id}`);
 
 interface VariantResult {
   variant: Variant;
+  /** How long after its start the load ran steadily (undefined: it never did, and was measured anyway). */
+  settledAfterMs?: number;
   steadyFromMs: number;
   stoppedAtMs: number;
   unfencedAtMs: number;
@@ -191,14 +194,19 @@ async function outside(): Promise<number> {
   // Maven needs the machine's network, which the namespaces do not have: resolve and compile first.
   const classpath = loadClasspath();
   const cleanUp = () => destroyBed();
-  process.once("SIGINT", () => {
-    cleanUp();
-    process.exit(130);
-  });
-  process.once("SIGTERM", () => {
-    cleanUp();
-    process.exit(143);
-  });
+  let child: ChildProcess | undefined;
+  // Stopped: the inside stops its cluster first (its JVMs would outlive the namespaces), then the bed goes.
+  for (const [signal, code] of [
+    ["SIGINT", 130],
+    ["SIGTERM", 143],
+  ] as const)
+    process.once(signal, () => {
+      if (child && child.exitCode === null) child.kill(signal);
+      else {
+        cleanUp();
+        process.exit(code);
+      }
+    });
   createBed(HOSTS);
   try {
     shapeHost("b1", RATE_MBIT);
@@ -212,7 +220,7 @@ async function outside(): Promise<number> {
     mkdirSync(OUT, { recursive: true });
     writeFileSync(join(OUT, "shaping.json"), JSON.stringify({ setMbit: RATE_MBIT, egress, ingress }));
     const [exe, ...prefix] = inHost("cli");
-    const child = spawn(
+    child = spawn(
       exe as string,
       [
         ...prefix,
@@ -225,7 +233,8 @@ async function outside(): Promise<number> {
       ],
       { stdio: "inherit", env: { ...process.env, PACER_BED_CLASSPATH: classpath } },
     );
-    return await new Promise<number>((done) => child.once("exit", (code) => done(code ?? 1)));
+    const running = child;
+    return await new Promise<number>((done) => running.once("exit", (code) => done(code ?? 1)));
   } finally {
     cleanUp();
   }
@@ -235,6 +244,9 @@ async function outside(): Promise<number> {
 // Inside: the cluster, the variants one after another, the report.
 
 async function inside(): Promise<number> {
+  // Exiting (rather than dying of the signal) runs the launcher's exit hook, which kills every broker.
+  process.once("SIGINT", () => process.exit(130));
+  process.once("SIGTERM", () => process.exit(143));
   const classpath = process.env.PACER_BED_CLASSPATH as string;
   const heapMb = PARTITIONS > 5000 ? 2048 : 1024;
   const cluster = await KafkaCluster.start({
@@ -306,6 +318,12 @@ async function runVariant(
   const load = await startLoad(target, LOAD.recordsPerSecond, LOAD.recordBytes, loadFile);
   try {
     await sleep(TIMES.warmupMs);
+    const settledAfterMs = await waitSettled(loadFile, LOAD.recordsPerSecond).catch((error) => {
+      log(`measuring anyway: ${(error as Error).message}`);
+      return undefined;
+    });
+    if (settledAfterMs !== undefined)
+      log(`load steady after ${((TIMES.warmupMs + settledAfterMs) / 1000).toFixed(0)} s`);
     const steadyFromMs = Date.now();
     await sleep(TIMES.steadyMs);
     const steadyToMs = Date.now();
@@ -352,6 +370,7 @@ async function runVariant(
     const onto = watcher.moves.filter((m) => m.to === RECOVERING && m.atMs >= unfencedAtMs);
     return {
       variant,
+      settledAfterMs: settledAfterMs === undefined ? undefined : TIMES.warmupMs + settledAfterMs,
       steadyFromMs,
       stoppedAtMs,
       unfencedAtMs,
@@ -568,6 +587,7 @@ async function writeReport(results: VariantResult[]): Promise<void> {
         variants: results.map((r) => ({
           id: r.variant.id,
           label: r.variant.label,
+          loadSteadyAfterMs: r.settledAfterMs ?? null,
           windows: r.load.windows,
           recoveryMs: r.reachedAtMs ? r.reachedAtMs - r.unfencedAtMs : null,
           movesOnto: r.movesOnto,

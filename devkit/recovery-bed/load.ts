@@ -1,4 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import { collectOutput } from "../processes.ts";
 
 /**
@@ -14,10 +16,19 @@ export interface Target {
   partitionsPerTopic: number;
 }
 
+/** Every client JVM started here, killed when this process exits however it exits. */
+const running = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
 function java(classpath: string, args: string[], heapMb = 512): ChildProcess {
-  return spawn("java", [`-Xmx${heapMb}m`, "-cp", classpath, "RecoveryLoad", ...args], {
+  const child = spawn("java", [`-Xmx${heapMb}m`, "-cp", classpath, "RecoveryLoad", ...args], {
     stdio: ["pipe", "pipe", "pipe"],
   });
+  running.add(child);
+  child.once("exit", () => running.delete(child));
+  return child;
 }
 
 const targetArgs = (t: Target) => [
@@ -31,16 +42,11 @@ const targetArgs = (t: Target) => [
 
 /** Starts the open-loop load: `rate` records/s of `size` bytes round-robin over every partition. */
 export async function startLoad(t: Target, rate: number, size: number, file: string) {
-  const child = java(t.classpath, [
-    "load",
-    ...targetArgs(t),
-    "--rate",
-    String(rate),
-    "--size",
-    String(size),
-    "--out",
-    file,
-  ]);
+  const child = java(
+    t.classpath,
+    ["load", ...targetArgs(t), "--rate", String(rate), "--size", String(size), "--out", file],
+    768,
+  ); // room for the producer's 256 MiB buffer
   const output = collectOutput(child);
   const startedMs = await new Promise<number>((resolve, reject) => {
     child.stdout?.on("data", () => {
@@ -58,6 +64,52 @@ export async function startLoad(t: Target, rate: number, size: number, file: str
       if (code !== 0) throw new Error(`load exited (${code}): ${output.stderr().slice(-2000)}`);
     },
   };
+}
+
+/**
+ * Waits until the load runs steadily: its answers over each of the last `windows` spans of `spanMs`
+ * keep up with the schedule (≥ 95 % of the records due) and the largest P99 is under 1.5× the smallest.
+ * A schedule started against a cluster that just changed (a controller restart, a leadership move)
+ * begins behind and drains for a while; a steady window measured during that is not steady.
+ * Resolves with how long it waited, or rejects after `maxMs`.
+ */
+export async function waitSettled(
+  file: string,
+  rate: number,
+  { spanMs = 5_000, windows = 3, maxMs = 180_000 } = {},
+): Promise<number> {
+  const startMs = Date.now();
+  let offset = 0;
+  let partial = "";
+  const p99s: number[] = [];
+  while (Date.now() - startMs < maxMs) {
+    await sleep(spanMs);
+    const text = partial + readAppended(file, offset);
+    offset += Buffer.byteLength(text) - Buffer.byteLength(partial);
+    const lines = text.split("\n");
+    partial = lines.pop() ?? "";
+    const latencies = lines.map((line) => Number(line.split(",")[1]) / 1000).sort((a, b) => a - b);
+    const keptUp = latencies.length >= 0.95 * rate * (spanMs / 1000);
+    p99s.push(keptUp ? (latencies[Math.floor(0.99 * (latencies.length - 1))] as number) : Number.NaN);
+    const last = p99s.slice(-windows);
+    if (last.length === windows && last.every(Number.isFinite) && Math.max(...last) < 1.5 * Math.min(...last))
+      return Date.now() - startMs;
+  }
+  throw new Error(
+    `the load did not settle within ${maxMs / 1000} s (P99 per ${spanMs / 1000} s: ${p99s.map((p) => p.toFixed(0)).join(", ")} ms)`,
+  );
+}
+
+function readAppended(file: string, offset: number): string {
+  const fd = openSync(file, "r");
+  try {
+    const size = fstatSync(fd).size;
+    const buffer = Buffer.alloc(Math.max(0, size - offset));
+    readSync(fd, buffer, 0, buffer.length, offset);
+    return buffer.toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Produces about `bytes` unevenly over every partition (acks=all); resolves with what it did. */

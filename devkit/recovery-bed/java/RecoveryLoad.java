@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Future;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -24,6 +25,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -80,6 +82,7 @@ public final class RecoveryLoad {
     props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
     if (options.containsKey("batch-bytes")) props.put(ProducerConfig.BATCH_SIZE_CONFIG, options.get("batch-bytes"));
     if (options.containsKey("linger-ms")) props.put(ProducerConfig.LINGER_MS_CONFIG, options.get("linger-ms"));
+    if (options.containsKey("buffer-bytes")) props.put(ProducerConfig.BUFFER_MEMORY_CONFIG, options.get("buffer-bytes"));
     return new KafkaProducer<>(props);
   }
 
@@ -110,8 +113,14 @@ public final class RecoveryLoad {
     });
     stdin.setDaemon(true);
     stdin.start();
+    // Every record opens a batch of its own (a partition sees one every few seconds), and the producer
+    // reserves batch.size for each: small batches and a large buffer, so that send() never blocks on
+    // memory while records wait for their acks, which would hold back every record after them.
+    options.putIfAbsent("batch-bytes", "4096");
+    options.putIfAbsent("buffer-bytes", String.valueOf(256L * 1024 * 1024));
     try (KafkaProducer<byte[], byte[]> producer = producer(options, "recovery-load");
         BufferedWriter out = new BufferedWriter(new FileWriter(required(options, "out")))) {
+      warmUp(producer, targets, value);
       Thread writer = new Thread(() -> {
         try {
           while (running.get() || outstanding.get() > 0 || !lines.isEmpty()) {
@@ -155,6 +164,17 @@ public final class RecoveryLoad {
     }
   }
 
+  /**
+   * Metadata for every topic and a connection to every leader before the schedule starts: the first
+   * send to a topic blocks on its metadata, and a schedule started cold begins seconds behind.
+   */
+  private static void warmUp(KafkaProducer<byte[], byte[]> producer, List<Partition> targets, byte[] value)
+      throws Exception {
+    List<Future<RecordMetadata>> acks = new ArrayList<>();
+    for (Partition p : targets) acks.add(producer.send(new ProducerRecord<>(p.topic(), p.partition(), null, value)));
+    for (Future<RecordMetadata> ack : acks) ack.get();
+  }
+
   private static void bulk(Map<String, String> options) throws Exception {
     long totalBytes = Long.parseLong(required(options, "bytes"));
     int recordBytes = 16 * 1024;
@@ -163,7 +183,9 @@ public final class RecoveryLoad {
     int perTopic = Integer.parseInt(required(options, "partitions-per-topic"));
     double weightSum = 0;
     for (Partition p : targets) weightSum += (p.partition() % 10) + 1;
-    options.putIfAbsent("batch-bytes", String.valueOf(512 * 1024));
+    // 64 KiB batches, as busy producers send: a follower fetching with a smaller replica.fetch.max.bytes
+    // would otherwise take one batch per request.
+    options.putIfAbsent("batch-bytes", String.valueOf(64 * 1024));
     options.putIfAbsent("linger-ms", "20");
     AtomicLong failed = new AtomicLong();
     // At most 64 MiB in flight, so the producer's buffer never blocks for long.
