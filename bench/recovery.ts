@@ -537,6 +537,22 @@ function leadershipChart(results: VariantResult[]): TopLevelSpec {
   };
 }
 
+/** The rows as a Markdown table with a column per variant, padded as the formatter writes it. */
+function markdownTable(rows: ReturnType<typeof rowOf>[]): string {
+  const metrics = Object.keys(rows[0] ?? {}).filter((k) => k !== "variant") as (keyof ReturnType<
+    typeof rowOf
+  >)[];
+  const lines = [
+    ["", ...rows.map((r) => r.variant)],
+    ...metrics.map((m) => [m, ...rows.map((r) => String(r[m]))]),
+  ];
+  const widths = lines[0]?.map((_, c) => Math.max(3, ...lines.map((l) => (l[c] as string).length))) ?? [];
+  const line = (cells: string[]) =>
+    `| ${cells.map((cell, c) => cell.padEnd(widths[c] as number)).join(" | ")} |`;
+  const [head, ...body] = lines;
+  return `${[line(head as string[]), line(widths.map((w) => "-".repeat(w))), ...body.map(line)].join("\n")}\n`;
+}
+
 async function writeReport(results: VariantResult[]): Promise<void> {
   mkdirSync(OUT, { recursive: true });
   const rows = results.map(rowOf);
@@ -601,9 +617,10 @@ async function writeReport(results: VariantResult[]): Promise<void> {
       2,
     )}\n`,
   );
+  writeFileSync(join(OUT, "table.md"), markdownTable(rows));
   writeFileSync(join(OUT, "p99.svg"), await renderSvg(latencyChart(results)));
   writeFileSync(join(OUT, "leadership.svg"), await renderSvg(leadershipChart(results)));
-  console.log(`report: ${OUT}/{results.json,p99-per-5s.csv,leadership.csv,p99.svg,leadership.svg}`);
+  console.log(`report: ${OUT}/{results.json,table.md,p99-per-5s.csv,leadership.csv,p99.svg,leadership.svg}`);
 }
 
 process.exitCode = await (args.inside ? inside() : outside());

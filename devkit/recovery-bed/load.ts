@@ -68,7 +68,8 @@ export async function startLoad(t: Target, rate: number, size: number, file: str
 
 /**
  * Waits until the load runs steadily: its answers over each of the last `windows` spans of `spanMs`
- * keep up with the schedule (≥ 95 % of the records due) and the largest P99 is under 1.5× the smallest.
+ * keep up with the schedule (≥ 95 % of the records due) and the largest P99 is under 1.5× the smallest
+ * (or within 50 ms of it: a few milliseconds' jitter is steady too).
  * A schedule started against a cluster that just changed (a controller restart, a leadership move)
  * begins behind and drains for a while; a steady window measured during that is not steady.
  * Resolves with how long it waited, or rejects after `maxMs`.
@@ -92,7 +93,11 @@ export async function waitSettled(
     const keptUp = latencies.length >= 0.95 * rate * (spanMs / 1000);
     p99s.push(keptUp ? (latencies[Math.floor(0.99 * (latencies.length - 1))] as number) : Number.NaN);
     const last = p99s.slice(-windows);
-    if (last.length === windows && last.every(Number.isFinite) && Math.max(...last) < 1.5 * Math.min(...last))
+    if (
+      last.length === windows &&
+      last.every(Number.isFinite) &&
+      Math.max(...last) < Math.max(1.5 * Math.min(...last), Math.min(...last) + 50)
+    )
       return Date.now() - startMs;
   }
   throw new Error(

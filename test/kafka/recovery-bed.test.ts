@@ -72,7 +72,12 @@ describe.skipIf(unavailable)(`the recovery testbed${unavailable ? ` (skipped: ${
     const agent = results.variants.find((v: { id: number }) => v.id === 4);
     expect(agent.agentErrors).toBe(0);
     expect(agent.movesWhileBehind).toBe(0);
+    for (const v of results.variants)
+      expect(v.loadSteadyAfterMs, `variant ${v.id}'s load settled`).not.toBeNull();
     for (const file of ["p99-per-5s.csv", "leadership.csv", "p99.svg", "leadership.svg"])
       expect(readFileSync(join(out, file), "utf8").length).toBeGreaterThan(100);
+    const table = readFileSync(join(out, "table.md"), "utf8").split("\n");
+    expect(table[0]).toMatch(/^\| +\| 2\. .+ \| 4\. .+ \|$/);
+    expect(table.find((l) => l.startsWith("| recovery P99 ms"))?.split("|").length).toBe(5);
   });
 });
