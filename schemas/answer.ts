@@ -26,6 +26,7 @@ export type Disposition = z.infer<typeof Disposition>;
 
 export const GATE_REASONS = [
   "over-threshold",
+  "over-max-lag-bytes",
   "hysteresis",
   "released",
   "max-wait-expired",
@@ -38,7 +39,7 @@ export const GATE_REASONS = [
 export const GateReason = z.enum(GATE_REASONS).meta({
   id: "GateReason",
   description:
-    "Why a broker is or is not gated. The gate holds a broker back for over-threshold and hysteresis only.",
+    "Why a broker is or is not gated. The gate holds a broker back for over-threshold, over-max-lag-bytes (extension) and hysteresis only.",
 });
 export type GateReason = z.infer<typeof GateReason>;
 
@@ -54,6 +55,13 @@ export const BrokerRow = z
     reason: GateReason,
     outOfSync: z.number().int().describe("Partitions of the broker's group where it is not in the ISR"),
     total: z.number().int().describe("The gate's denominator under the configured basis"),
+    lagBytes: z
+      .number()
+      .int()
+      .optional()
+      .describe(
+        "Extension: the bytes its out-of-sync replicas still have to fetch, when the snapshot gives it",
+      ),
     gatedSinceMs: z.number().int().nullable(),
     clearRuns: z.number().int().nullable(),
     eligible: z.number().int(),

@@ -79,6 +79,11 @@ export const CONFIG_KEYS = {
     default: "imbalanced" as (typeof THRESHOLD_BASES)[number],
     doc: "The gate's denominator: imbalanced (the proposal's rule) or preferred (all of the broker's preferred partitions).",
   },
+  "leader.imbalance.election.wait.for.sync.max.lag.bytes": {
+    schema: kafkaInteger(0),
+    default: 0,
+    doc: "Extension: a broker is also gated while its out-of-sync replicas still have more than this many bytes to fetch (the snapshot's brokers[].lagBytes; a broker without it stays gated). 0 = off.",
+  },
   "leader.imbalance.election.max.per.run": {
     schema: kafkaInteger(1, INT_MAX),
     default: 1000,

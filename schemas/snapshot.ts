@@ -30,6 +30,14 @@ export const Broker = z
       .describe(
         "How many partitions of the cluster, not being reassigned or deleted, have this broker as preferred replica. Lets a snapshot hold only imbalanced partitions under threshold basis 'preferred'.",
       ),
+    lagBytes: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe(
+        "Extension: the bytes this broker's out-of-sync replicas still have to fetch to reach their leaders' logs. Read by the gate under leader.imbalance.election.wait.for.sync.max.lag.bytes.",
+      ),
   })
   .meta({ id: "Broker" });
 export type Broker = z.infer<typeof Broker>;
@@ -176,7 +184,7 @@ function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
 const isOptionalBoolean = (v: unknown) => v === undefined || typeof v === "boolean";
 const isIdList = (v: unknown): v is number[] =>
   Array.isArray(v) && v.length <= MAX_REPLICAS && v.every(isBrokerId);
-const isPreferredCount = (v: unknown) => v === undefined || isInt(v, 0, Number.MAX_SAFE_INTEGER);
+const isOptionalCount = (v: unknown) => v === undefined || isInt(v, 0, Number.MAX_SAFE_INTEGER);
 const isLeader = (v: unknown) => isInt(v, -1, MAX_BROKER_ID);
 
 function isWellFormedBroker(b: unknown): boolean {
@@ -185,7 +193,8 @@ function isWellFormedBroker(b: unknown): boolean {
     isBrokerId(b.id) &&
     isOptionalBoolean(b.fenced) &&
     isOptionalBoolean(b.inControlledShutdown) &&
-    isPreferredCount(b.preferredCount)
+    isOptionalCount(b.preferredCount) &&
+    isOptionalCount(b.lagBytes)
   );
 }
 
@@ -253,7 +262,12 @@ export function snapshotShapeProblems(input: unknown, base = ""): InputProblem[]
       const b = brokers[i];
       const at = pointer(base, "brokers", i);
       if (!isObject(b)) {
-        if (!report(at, "expected a broker object { id, fenced?, inControlledShutdown?, preferredCount? }"))
+        if (
+          !report(
+            at,
+            "expected a broker object { id, fenced?, inControlledShutdown?, preferredCount?, lagBytes? }",
+          )
+        )
           return problems;
         continue;
       }
@@ -261,7 +275,8 @@ export function snapshotShapeProblems(input: unknown, base = ""): InputProblem[]
         [isBrokerId(b.id), "id", `expected ${BROKER_ID_RULE}`],
         [isOptionalBoolean(b.fenced), "fenced", "expected a boolean"],
         [isOptionalBoolean(b.inControlledShutdown), "inControlledShutdown", "expected a boolean"],
-        [isPreferredCount(b.preferredCount), "preferredCount", "expected a non-negative integer"],
+        [isOptionalCount(b.preferredCount), "preferredCount", "expected a non-negative integer"],
+        [isOptionalCount(b.lagBytes), "lagBytes", "expected a non-negative integer"],
       ];
       for (const [ok, field, detail] of checks) if (!ok && !report(`${at}/${field}`, detail)) return problems;
     }

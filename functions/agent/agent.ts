@@ -38,7 +38,7 @@ export interface RunReport {
   elections: ElectionTally;
   /** Per broker with imbalanced preferred partitions: gated or not, how many were eligible and elected. */
   shares: Record<number, { gated: boolean; eligible: number; elected: number }>;
-  heldBack: { id: number; reason: string; outOfSync: number; total: number }[];
+  heldBack: { id: number; reason: string; outOfSync: number; total: number; lagBytes?: number }[];
   nextDelayMs: number;
   deferred: ManagedAnswer["deferred"];
   dryRun: boolean;
@@ -81,7 +81,7 @@ function sharesOf(answer: ManagedAnswer): RunReport["shares"] {
 function heldBackOf(answer: ManagedAnswer): RunReport["heldBack"] {
   return answer.brokers
     .filter((b) => b.gated)
-    .map((b) => ({ id: b.id, reason: b.reason, outOfSync: b.outOfSync, total: b.total }));
+    .map(({ id, reason, outOfSync, total, lagBytes }) => ({ id, reason, outOfSync, total, lagBytes }));
 }
 
 export interface AgentObserver {

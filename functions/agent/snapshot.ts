@@ -1,11 +1,45 @@
 import type { Snapshot } from "../../schemas/snapshot.ts";
-import type { KafkaBroker, KafkaPartition, TopicPartition } from "../kafka/admin.ts";
+import {
+  type KafkaBroker,
+  type KafkaPartition,
+  type ReplicaSizes,
+  replicaKey,
+  type TopicPartition,
+} from "../kafka/admin.ts";
 
 /** What one read of a live cluster returned: the three admin calls of the agent's run. */
 export interface ClusterRead {
   brokers: KafkaBroker[];
   partitions: KafkaPartition[];
   reassigning: TopicPartition[];
+  /** Read only for the max-lag-bytes gate (extension). */
+  replicaSizes?: ReplicaSizes;
+}
+
+/**
+ * Per broker, the bytes its out-of-sync replicas still have to fetch: for each partition where it is a
+ * replica outside the ISR, the leader's log size less its own (its whole log when it has none yet). A
+ * broker is left out — the gate then holds it — when it, or the leader of one of those partitions, did
+ * not answer: a lag that cannot be measured is not taken to be zero.
+ */
+export function lagBytesOf(partitions: KafkaPartition[], sizes: ReplicaSizes): Map<number, number> {
+  const lag = new Map<number, number>([...sizes.answered].map((id) => [id, 0]));
+  const unknown = new Set<number>();
+  for (const p of partitions) {
+    if (p.leader < 0) continue; // nothing to fetch from: no lag to count, and no leadership to give
+    const perBroker = sizes.bytes.get(replicaKey(p));
+    for (const id of p.replicas) {
+      if (p.isr.includes(id)) continue;
+      const leaderBytes = perBroker?.get(p.leader);
+      if (!sizes.answered.has(p.leader) || leaderBytes === undefined || !sizes.answered.has(id)) {
+        unknown.add(id);
+        continue;
+      }
+      lag.set(id, (lag.get(id) ?? 0) + Math.max(0, leaderBytes - (perBroker?.get(id) ?? 0)));
+    }
+  }
+  for (const id of unknown) lag.delete(id);
+  return lag;
 }
 
 /**
@@ -14,10 +48,16 @@ export interface ClusterRead {
  * broker in controlled shutdown (error 80), and a deleted topic is simply gone.
  */
 export function snapshotOf(read: ClusterRead): Snapshot {
-  const reassigning = new Set(read.reassigning.map(keyOf));
+  const reassigning = new Set(read.reassigning.map(replicaKey));
+  const lag = read.replicaSizes ? lagBytesOf(read.partitions, read.replicaSizes) : undefined;
   return {
     brokers: read.brokers
-      .map((b) => ({ id: b.id, fenced: b.fenced, inControlledShutdown: false }))
+      .map((b) => ({
+        id: b.id,
+        fenced: b.fenced,
+        inControlledShutdown: false,
+        ...(lag?.has(b.id) ? { lagBytes: lag.get(b.id) } : {}),
+      }))
       .sort((a, b) => a.id - b.id),
     partitions: read.partitions
       // A partition whose replica list is empty cannot be elected and is not valid in a snapshot.
@@ -30,10 +70,8 @@ export function snapshotOf(read: ClusterRead): Snapshot {
         isr: p.isr.filter((id) => p.replicas.includes(id)),
         leader: p.replicas.includes(p.leader) ? p.leader : -1,
         elr: p.elr.filter((id) => p.replicas.includes(id)),
-        reassigning: reassigning.has(keyOf(p)),
+        reassigning: reassigning.has(replicaKey(p)),
         deleting: false,
       })),
   };
 }
-
-const keyOf = (p: TopicPartition) => `${p.topic}\u0000${p.partition}`;

@@ -235,6 +235,10 @@ function reasonText(row: BrokerRow, threshold: number): string {
   switch (row.reason) {
     case "over-threshold":
       return `over the threshold: ${percent(row.outOfSync, row.total)} out of sync > ${threshold} %`;
+    case "over-max-lag-bytes":
+      return row.lagBytes === undefined
+        ? "catching up: the snapshot does not say how many bytes it still has to fetch"
+        : `catching up: ${formatBytes(row.lagBytes)} still to fetch`;
     case "hysteresis":
       return "under the threshold, waiting for a second clear run";
     case "max-wait-expired":
@@ -242,6 +246,11 @@ function reasonText(row: BrokerRow, threshold: number): string {
     default:
       return row.reason;
   }
+}
+
+function formatBytes(bytes: number): string {
+  if (bytes < 1e6) return `${(bytes / 1e3).toFixed(0)} kB`;
+  return bytes < 1e9 ? `${(bytes / 1e6).toFixed(1)} MB` : `${(bytes / 1e9).toFixed(2)} GB`;
 }
 
 function configTable(data: ClusterPageData): Html {

@@ -19,7 +19,7 @@ export function formatRun(report: RunReport): string {
   if (report.deferred) parts.push(`deferred: ${report.deferred}`);
   parts.push(
     report.heldBack.length
-      ? `held back: ${report.heldBack.map((b) => `broker ${b.id} ${b.reason} (${b.outOfSync}/${b.total} out of sync)`).join(", ")}`
+      ? `held back: ${report.heldBack.map((b) => `broker ${b.id} ${b.reason} (${heldBackDetail(b)})`).join(", ")}`
       : "held back: none",
   );
   parts.push(`next in ${(report.nextDelayMs / 1000).toFixed(report.nextDelayMs < 10_000 ? 1 : 0)} s`);
@@ -29,4 +29,11 @@ export function formatRun(report: RunReport): string {
     parts.push(`would elect ${listed.join(", ")}${more}`);
   }
   return `${time} ${parts.join("; ")}`;
+}
+
+function heldBackDetail(b: RunReport["heldBack"][number]): string {
+  const share = `${b.outOfSync}/${b.total} out of sync`;
+  if (b.reason !== "over-max-lag-bytes") return share;
+  const lag = b.lagBytes === undefined ? "lag unknown" : `${(b.lagBytes / 1e6).toFixed(1)} MB to fetch`;
+  return `${share}, ${lag}`;
 }

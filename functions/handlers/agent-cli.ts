@@ -29,6 +29,8 @@ export const AGENT_USAGE = `usage: pacer agent --bootstrap-server HOST:PORT[,…
   --snapshot-interval-ms N  --scheduled: how often a snapshot is stored (default 5000)
   --once                    one run, then exit (status 1 if it failed): for cron
   --dry-run                 print each batch, elect nothing
+  --read-lag-bytes          send each broker's bytes still to fetch (the max-lag-bytes gate's signal;
+                            on whenever --config sets …wait.for.sync.max.lag.bytes)
   --metrics-port N          Prometheus metrics at http://127.0.0.1:N/metrics
   --json                    one JSON object per run instead of a line for a person`;
 
@@ -64,6 +66,7 @@ export async function agentCommand(argv: string[]): Promise<number> {
       "snapshot-interval-ms": { type: "string", default: "5000" },
       once: { type: "boolean", default: false },
       "dry-run": { type: "boolean", default: false },
+      "read-lag-bytes": { type: "boolean", default: false },
       "metrics-port": { type: "string" },
       json: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
@@ -95,6 +98,7 @@ async function agent(values: {
   "snapshot-interval-ms": string;
   once: boolean;
   "dry-run": boolean;
+  "read-lag-bytes": boolean;
   "metrics-port"?: string;
   json: boolean;
 }): Promise<number> {
@@ -130,7 +134,9 @@ async function agent(values: {
     ...clientOptionsOf(properties, (path) => readFileSync(path, "utf8")),
   });
   const config = readConfig(values.config);
-  const cluster = clusterAccessOf(kafka);
+  const readLagBytes =
+    values["read-lag-bytes"] || (config["leader.imbalance.election.wait.for.sync.max.lag.bytes"] ?? 0) > 0;
+  const cluster = clusterAccessOf(kafka, readLagBytes);
 
   const cleanups: (() => Promise<void>)[] = [() => kafka.close()];
   const stop = new AbortController();
@@ -189,14 +195,18 @@ async function agent(values: {
   }
 }
 
-/** The cluster as the agent's runs see it: one read of three admin calls, and the elections. */
-function clusterAccessOf(kafka: KafkaAdminClient): ClusterAccess {
+/**
+ * The cluster as the agent's runs see it: one read of three admin calls (four with the replicas' sizes
+ * for the max-lag-bytes gate), and the elections.
+ */
+function clusterAccessOf(kafka: KafkaAdminClient, readLagBytes: boolean): ClusterAccess {
   return {
     async read() {
       const { brokers } = await kafka.describeCluster();
       const partitions = await kafka.describePartitions();
       const reassigning = await kafka.listReassignments();
-      return { brokers, partitions, reassigning };
+      const replicaSizes = readLagBytes ? await kafka.replicaSizes() : undefined;
+      return { brokers, partitions, reassigning, replicaSizes };
     },
     electPreferred: (partitions) => kafka.electPreferred(partitions),
   };

@@ -2,6 +2,7 @@ import {
   apiVersionsV3,
   Connection,
   type ConnectionOptions,
+  describeLogDirsV4,
   describeTopicPartitionsV0,
   listPartitionReassignmentsV0,
   metadataV12,
@@ -47,6 +48,17 @@ export interface ElectionResult extends TopicPartition {
   errorMessage: string | null;
 }
 
+/**
+ * Replica sizes as each broker reports its own logs: `topic\u0000partition` → broker id → bytes. A broker
+ * that could not be asked is missing from `answered` and from every entry.
+ */
+export interface ReplicaSizes {
+  answered: Set<number>;
+  bytes: Map<string, Map<number, number>>;
+}
+
+export const replicaKey = (p: TopicPartition) => `${p.topic}\u0000${p.partition}`;
+
 export class KafkaRequestError extends Error {
   constructor(
     readonly api: string,
@@ -64,6 +76,8 @@ const PAGE_PARTITIONS = 2000;
 
 export class KafkaAdminClient {
   private connection: Connection | undefined;
+  /** DescribeLogDirs must be asked of each broker: a connection to each, kept between reads. */
+  private brokerConnections = new Map<number, Connection>();
   private apiMaxVersions = new Map<number, number>();
   private nextServer = 0;
 
@@ -158,10 +172,58 @@ export class KafkaAdminClient {
     });
   }
 
+  /**
+   * Every replica's size on every broker Metadata lists (DescribeLogDirs v4, Kafka 3.3 and later, asked of
+   * each broker for its own logs). A broker that fails to answer is left out, never guessed.
+   */
+  async replicaSizes(): Promise<ReplicaSizes> {
+    const endpoints = await this.call(async (connection) => {
+      const metadata = await metadataV12.api.async(connection, [], false, false);
+      return [...metadata.brokers.values()].map((b) => ({ id: b.nodeId, host: b.host, port: b.port }));
+    });
+    const sizes: ReplicaSizes = { answered: new Set(), bytes: new Map() };
+    await Promise.all(
+      endpoints.map(async ({ id, host, port }) => {
+        try {
+          let connection = this.brokerConnections.get(id);
+          if (!connection?.isConnected()) {
+            await connection?.close().catch(() => undefined);
+            connection = this.newConnection();
+            this.brokerConnections.set(id, connection);
+            await connection.connect(host, port);
+          }
+          const response = await describeLogDirsV4.api.async(connection, null as unknown as []);
+          for (const dir of response.results) {
+            for (const topic of dir.topics) {
+              for (const p of topic.partitions) {
+                if (p.isFutureKey) continue; // a copy being moved between log dirs, not the replica
+                const key = replicaKey({ topic: topic.name, partition: p.partitionIndex });
+                const perBroker = sizes.bytes.get(key) ?? new Map<number, number>();
+                perBroker.set(id, Number(p.partitionSize));
+                sizes.bytes.set(key, perBroker);
+              }
+            }
+          }
+          sizes.answered.add(id);
+        } catch {
+          await this.brokerConnections
+            .get(id)
+            ?.close()
+            .catch(() => undefined);
+          this.brokerConnections.delete(id);
+          for (const perBroker of sizes.bytes.values()) perBroker.delete(id);
+        }
+      }),
+    );
+    return sizes;
+  }
+
   async close(): Promise<void> {
     const connection = this.connection;
     this.connection = undefined;
-    await connection?.close().catch(() => undefined);
+    const others = [...this.brokerConnections.values()];
+    this.brokerConnections.clear();
+    await Promise.all([connection, ...others].map((c) => c?.close().catch(() => undefined)));
   }
 
   private async partitionsFromMetadata(connection: Connection): Promise<KafkaPartition[]> {
@@ -197,12 +259,7 @@ export class KafkaAdminClient {
       const server = servers[this.nextServer % servers.length] as string;
       this.nextServer++;
       const { host, port } = parseHostPort(server);
-      const connection = new Connection(this.options.clientId ?? "leadership-pacer", {
-        tls: this.options.tls,
-        sasl: this.options.sasl,
-        requestTimeout: this.options.requestTimeoutMs ?? 30_000,
-        connectTimeout: Math.min(this.options.requestTimeoutMs ?? 10_000, 10_000),
-      });
+      const connection = this.newConnection();
       try {
         await connection.connect(host, port);
         const versions = await apiVersionsV3.api.async(connection, "leadership-pacer", "1");
@@ -215,6 +272,15 @@ export class KafkaAdminClient {
       }
     }
     throw new Error(`no bootstrap server reachable (${servers.join(",")}): ${describe(lastError)}`);
+  }
+
+  private newConnection(): Connection {
+    return new Connection(this.options.clientId ?? "leadership-pacer", {
+      tls: this.options.tls,
+      sasl: this.options.sasl,
+      requestTimeout: this.options.requestTimeoutMs ?? 30_000,
+      connectTimeout: Math.min(this.options.requestTimeoutMs ?? 10_000, 10_000),
+    });
   }
 }
 

@@ -11,10 +11,22 @@ export function isOverThreshold(outOfSync: number, total: number, thresholdPerce
   return total > 0 && outOfSync * 100 > thresholdPercent * total;
 }
 
+/**
+ * Extension (max.lag.bytes > 0): the broker's replicas still have more than that many bytes to fetch.
+ * A broker whose lag the snapshot does not give has not shown that it caught up: over.
+ */
+export function isOverMaxLagBytes(lagBytes: number | undefined, maxLagBytes: number): boolean {
+  return maxLagBytes > 0 && (lagBytes === undefined || lagBytes > maxLagBytes);
+}
+
+/** Why a broker is over: the proposal's threshold, or the extension's bytes still to fetch. */
+export type OverReason = Extract<GateReason, "over-threshold" | "over-max-lag-bytes">;
+
 export interface GateInput {
   entry: Omit<GateEntry, "id"> | undefined;
   active: boolean;
-  over: boolean;
+  /** null: under both. */
+  over: OverReason | null;
   nowMs: number;
   /** 0 = no escape hatch. */
   maxWaitMs: number;
@@ -34,7 +46,7 @@ export function stepGate({ entry, active, over, nowMs, maxWaitMs }: GateInput): 
   // Rule 1: a gating episode starts when a broker goes over the threshold.
   if (entry === undefined) {
     return over
-      ? { gated: true, reason: "over-threshold", entry: { gatedSinceMs: nowMs, clearRuns: 0 } }
+      ? { gated: true, reason: over, entry: { gatedSinceMs: nowMs, clearRuns: 0 } }
       : { gated: false, reason: "under-threshold", entry: undefined };
   }
 
@@ -52,7 +64,7 @@ export function stepGate({ entry, active, over, nowMs, maxWaitMs }: GateInput): 
   if (over)
     return {
       gated: true,
-      reason: "over-threshold",
+      reason: over,
       entry: { gatedSinceMs: entry.gatedSinceMs, clearRuns: 0 },
     };
 

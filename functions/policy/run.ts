@@ -3,7 +3,7 @@ import type { EffectiveConfig } from "../../schemas/config.ts";
 import type { Partition, Snapshot } from "../../schemas/snapshot.ts";
 import type { GateEntry, PacerState } from "../../schemas/state.ts";
 import { preferredReplicaOf } from "./eligibility.ts";
-import { type GateStep, isOverThreshold, stepGate } from "./gate.ts";
+import { type GateStep, isOverMaxLagBytes, isOverThreshold, type OverReason, stepGate } from "./gate.ts";
 import { roundRobin } from "./round-robin.ts";
 import {
   BALANCED,
@@ -115,11 +115,7 @@ function applyGate(
       ? stepGate({
           entry: entries.get(id),
           active,
-          over: isOverThreshold(
-            brokerTally?.outOfSync ?? 0,
-            gateTotal(brokerTally, config),
-            thresholdOf(config),
-          ),
+          over: overReasonOf(brokerTally, config),
           nowMs,
           maxWaitMs: config["leader.imbalance.election.wait.for.sync.max.wait.ms"],
         })
@@ -170,8 +166,17 @@ function brokersInScope(tally: SnapshotTally, state: PacerState): number[] {
   return [...ids].sort((a, b) => a - b);
 }
 
-const thresholdOf = (config: EffectiveConfig) =>
-  config["leader.imbalance.election.wait.for.sync.threshold.percent"];
+/** over(b), and by which rule: the proposal's threshold first, then the extension's bytes to fetch. */
+function overReasonOf(brokerTally: BrokerTally | undefined, config: EffectiveConfig): OverReason | null {
+  const threshold = config["leader.imbalance.election.wait.for.sync.threshold.percent"];
+  if (isOverThreshold(brokerTally?.outOfSync ?? 0, gateTotal(brokerTally, config), threshold))
+    return "over-threshold";
+  // Only a broker with a group is judged on its lag: one with nothing to take back has nothing to gate.
+  const maxLagBytes = config["leader.imbalance.election.wait.for.sync.max.lag.bytes"];
+  if (brokerTally && brokerTally.groupSize > 0 && isOverMaxLagBytes(brokerTally.lagBytes, maxLagBytes))
+    return "over-max-lag-bytes";
+  return null;
+}
 
 /** total(b): the group under basis `imbalanced`; every unguarded preferred partition under `preferred`. */
 function gateTotal(brokerTally: BrokerTally | undefined, config: EffectiveConfig): number {
@@ -221,6 +226,7 @@ function answerOf(
       reason: o.reason,
       outOfSync: o.tally?.outOfSync ?? 0,
       total: gateTotal(o.tally, config),
+      ...(o.tally?.lagBytes === undefined ? {} : { lagBytes: o.tally.lagBytes }),
       gatedSinceMs: entry?.gatedSinceMs ?? null,
       clearRuns: entry?.clearRuns ?? null,
       eligible: o.tally?.eligible.length ?? 0,

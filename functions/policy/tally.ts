@@ -21,6 +21,8 @@ export interface BrokerTally {
   unguardedListed: number;
   /** The broker's own count of its unguarded preferred partitions, when the snapshot gives it. */
   preferredCount: number | undefined;
+  /** Extension: the bytes its out-of-sync replicas still have to fetch, when the snapshot gives it. */
+  lagBytes: number | undefined;
   /** Snapshot indices of eligible partitions, in snapshot order. */
   eligible: number[];
 }
@@ -56,6 +58,7 @@ export function tallySnapshot(snapshot: Snapshot, explain: boolean): SnapshotTal
         outOfSync: 0,
         unguardedListed: 0,
         preferredCount: broker?.preferredCount,
+        lagBytes: broker?.lagBytes,
         eligible: [],
       };
       brokers.set(id, tally);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { snapshotOf } from "../../functions/agent/snapshot.ts";
+import { lagBytesOf, snapshotOf } from "../../functions/agent/snapshot.ts";
 import { validateSnapshot } from "../../schemas/snapshot.ts";
 
 describe("the snapshot an agent builds from a cluster read", () => {
@@ -58,5 +58,55 @@ describe("the snapshot an agent builds from a cluster read", () => {
       elr: [],
     });
     expect(snapshot.partitions.some((p) => p.topic === "gone")).toBe(false);
+  });
+});
+
+describe("each broker's bytes still to fetch (the max-lag-bytes gate's signal)", () => {
+  const partitions = [
+    // Broker 1 out of sync on two partitions led by 2 and 3, in sync on a third.
+    { topic: "orders", partition: 0, replicas: [1, 2, 3], isr: [2, 3], leader: 2, elr: [] },
+    { topic: "orders", partition: 1, replicas: [3, 1, 2], isr: [3, 2], leader: 3, elr: [] },
+    { topic: "orders", partition: 2, replicas: [2, 3, 1], isr: [2, 3, 1], leader: 2, elr: [] },
+  ];
+  const sizesOf = (answered: number[], bytes: Record<string, Record<number, number>>) => ({
+    answered: new Set(answered),
+    bytes: new Map(
+      Object.entries(bytes).map(([p, perBroker]) => [
+        `orders\u0000${p}`,
+        new Map(Object.entries(perBroker).map(([id, b]) => [Number(id), b])),
+      ]),
+    ),
+  });
+
+  it("sums, over the partitions it is out of sync on, the leader's log size less its own", () => {
+    const sizes = sizesOf([1, 2, 3], {
+      0: { 1: 100, 2: 1_100, 3: 1_100 },
+      1: { 1: 0, 2: 500, 3: 500 },
+      2: { 1: 900, 2: 1_000, 3: 1_000 },
+    });
+    expect(Object.fromEntries(lagBytesOf(partitions, sizes))).toEqual({ 1: 1_500, 2: 0, 3: 0 });
+    expect(
+      snapshotOf({ brokers: [{ id: 1, fenced: false }], partitions, reassigning: [], replicaSizes: sizes })
+        .brokers,
+    ).toEqual([{ id: 1, fenced: false, inControlledShutdown: false, lagBytes: 1_500 }]);
+  });
+
+  it("counts a leader's whole log where the broker has no replica on disk yet", () => {
+    const sizes = sizesOf([1, 2, 3], { 0: { 2: 700, 3: 700 }, 1: { 1: 500, 2: 500, 3: 500 }, 2: {} });
+    expect(lagBytesOf(partitions, sizes).get(1)).toBe(700);
+  });
+
+  it("leaves a broker out when it, or a leader it must fetch from, did not answer", () => {
+    const sizes = { 0: { 1: 100, 2: 1_100 }, 1: { 1: 0, 2: 500 }, 2: {} };
+    expect(lagBytesOf(partitions, sizesOf([1, 2], sizes)).has(1)).toBe(false); // leader 3 silent
+    expect(lagBytesOf(partitions, sizesOf([2, 3], sizes)).has(1)).toBe(false); // broker 1 silent
+    expect(
+      snapshotOf({
+        brokers: [{ id: 1, fenced: false }],
+        partitions,
+        reassigning: [],
+        replicaSizes: sizesOf([2, 3], sizes),
+      }).brokers[0],
+    ).not.toHaveProperty("lagBytes");
   });
 });

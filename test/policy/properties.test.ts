@@ -252,6 +252,8 @@ describe("the in-place snapshot check", () => {
           { ...s, brokers: [...s.brokers, { id: 1.5 }] },
           { ...s, brokers: [...s.brokers, { id: 3, fenced: "no" }] },
           { ...s, brokers: [...s.brokers, { id: 4, preferredCount: -1 }] },
+          { ...s, brokers: [...s.brokers, { id: 5, lagBytes: 1.5 }] },
+          { ...s, brokers: [...s.brokers, { id: 6, lagBytes: 1_000_000 }] },
           {
             ...s,
             partitions: [...s.partitions, { topic: "", partition: 0, replicas: [1], isr: [], leader: 1 }],

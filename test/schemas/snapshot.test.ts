@@ -88,6 +88,11 @@ describe("snapshot validation", () => {
       },
       "/snapshot/brokers/0/preferredCount",
     ],
+    [
+      "a negative lagBytes",
+      { brokers: [{ id: 1, lagBytes: -1 }], partitions: [] },
+      "/snapshot/brokers/0/lagBytes",
+    ],
   ])("rejects %s, naming its JSON path", (_, input, at) => {
     expect(problemsOf(input).map((p) => p.pointer)).toContain(at);
   });
