@@ -31,6 +31,8 @@ import {
   createBed,
   destroyBed,
   inHost,
+  LinkMonitor,
+  type LinkSample,
   shapeHost,
 } from "../devkit/recovery-bed/netns.ts";
 import { measureTransfer } from "../devkit/recovery-bed/transfer.ts";
@@ -99,6 +101,8 @@ const CATCH_UP_THROTTLE_MBIT = args["catch-up-throttle-mbit"]
   : undefined;
 const RECOVERED_SHARE = 0.99;
 const THRESHOLD_PERCENT = 5;
+/** Broker 1's link counts as saturated at this share of its shaped rate (steady state uses under a fifth). */
+const BUSY_SHARE = 0.8;
 const OUT = resolve(args.out ?? join("report/recovery", QUICK ? SIZE : String(PARTITIONS)));
 const RECOVERING = 1;
 const BROKER_EXTRA = Object.fromEntries(
@@ -112,6 +116,16 @@ export const README_PACING = {
   "leader.imbalance.election.max.per.run": 200,
   "leader.imbalance.election.throttle.interval.ms": 15000,
   "leader.imbalance.check.interval.seconds": 5,
+};
+
+/**
+ * Variant 5: the same pacing with the max-lag-bytes gate (extension) on, at five seconds of broker 1's
+ * link: leadership returns once what is left of its catch-up would take the link at most that long.
+ */
+const LAG_SECONDS = 5;
+export const LAG_PACING = {
+  ...README_PACING,
+  "leader.imbalance.election.wait.for.sync.max.lag.bytes": Math.round(((RATE_MBIT * 1e6) / 8) * LAG_SECONDS),
 };
 
 interface Variant {
@@ -149,9 +163,16 @@ const VARIANTS: Variant[] = [
     agent: README_PACING,
     leadershipReturns: true,
   },
+  {
+    id: 5,
+    label: `pacer agent, and the max-lag-bytes gate (${LAG_SECONDS} s of the link)`,
+    controller: { "auto.leader.rebalance.enable": false },
+    agent: LAG_PACING,
+    leadershipReturns: true,
+  },
 ];
 
-const chosen = (args.variants ?? (QUICK ? "2,4" : "1,2,3,4")).split(",").map(Number);
+const chosen = (args.variants ?? (QUICK ? "2,4" : "1,2,3,4,5")).split(",").map(Number);
 
 const HOSTS: BedHost[] = [
   { name: "b1", octet: 1 },
@@ -175,8 +196,14 @@ interface VariantResult {
   bulk: { bytes: number; ms: number };
   load: LoadReport;
   samples: Sample[];
+  /** Broker 1's link throughput, each way, sampled every second. */
+  link: LinkSample[];
   movesOnto: number;
   movesWhileBehind: number;
+  /** Moves onto broker 1 while its incoming link was saturated by its catch-up. */
+  movesWhileLinkBusy: number;
+  /** When broker 1's incoming link last fell under {@link BUSY_SHARE} of its rate for good. */
+  linkFreeAtMs?: number;
   largestBurst1s: number;
   preferred: number;
   agentErrors: number;
@@ -312,6 +339,7 @@ async function runVariant(
   const preferred = (await kafka.describePartitions()).filter((p) => p.replicas[0] === RECOVERING).length;
   await kafka.close();
   const watcher = new LeadershipWatcher(cluster, TOPICS, PARTITIONS > 5000 ? 1000 : 500);
+  const link = new LinkMonitor("b1");
   const agent = variant.agent
     ? startAgent(cluster, { kind: "agent-embedded" }, { config: variant.agent })
     : undefined;
@@ -361,6 +389,7 @@ async function runVariant(
     await load.stop();
     const runs = (await agent?.stop()) ?? [];
     await watcher.stop();
+    link.stop();
     const report = await reportLoad(
       target.classpath,
       loadFile,
@@ -368,6 +397,14 @@ async function runVariant(
       { originMs: unfencedAtMs, fromMs: steadyFromMs, toMs: endAtMs, bucketMs: 5000 },
     );
     const onto = watcher.moves.filter((m) => m.to === RECOVERING && m.atMs >= unfencedAtMs);
+    const busyAt = (atMs: number) => {
+      // The sample whose second covers the move.
+      const sample = link.samples.find((s) => s.atMs >= atMs);
+      return sample !== undefined && sample.inMbit >= BUSY_SHARE * RATE_MBIT;
+    };
+    const lastBusy = link.samples.findLast(
+      (s) => s.atMs >= unfencedAtMs && s.inMbit >= BUSY_SHARE * RATE_MBIT,
+    );
     return {
       variant,
       settledAfterMs: settledAfterMs === undefined ? undefined : TIMES.warmupMs + settledAfterMs,
@@ -379,7 +416,10 @@ async function runVariant(
       bulk,
       load: report,
       samples: watcher.samples.filter((s) => s.atMs >= steadyFromMs),
+      link: link.samples.filter((s) => s.atMs >= steadyFromMs),
       movesOnto: onto.length,
+      movesWhileLinkBusy: onto.filter((m) => busyAt(m.atMs)).length,
+      linkFreeAtMs: lastBusy?.atMs,
       movesWhileBehind: onto.filter((m) => m.outOfSync * 100 > THRESHOLD_PERCENT * m.preferred).length,
       largestBurst1s: largestBurst(onto, 1000, RECOVERING),
       preferred,
@@ -389,6 +429,7 @@ async function runVariant(
     await load.stop().catch(() => {});
     await agent?.stop();
     await watcher.stop().catch(() => {});
+    link.stop();
   }
 }
 
@@ -437,8 +478,10 @@ function rowOf(r: VariantResult) {
     "recovery time": r.reachedAtMs
       ? `${seconds(r.reachedAtMs - r.unfencedAtMs)}${r.variant.leadershipReturns ? "" : " (in ISR; leads none)"}`
       : "not reached",
+    "link saturated for": r.linkFreeAtMs ? seconds(r.linkFreeAtMs - r.unfencedAtMs) : "–",
     "moves onto broker 1": r.movesOnto,
     "while > 5 % behind": r.movesWhileBehind,
+    "while its link was saturated": r.movesWhileLinkBusy,
     "largest 1 s burst": r.largestBurst1s,
   };
 }
@@ -493,26 +536,42 @@ function latencyChart(results: VariantResult[]): TopLevelSpec {
 }
 
 function leadershipChart(results: VariantResult[]): TopLevelSpec {
-  const values = results.flatMap((r) =>
-    r.samples.flatMap((s) => {
-      const t = Math.round((s.atMs - r.unfencedAtMs) / 100) / 10;
-      const variant = `${r.variant.id}. ${r.variant.label}`;
-      const inIsr =
-        s.atMs < r.stoppedAtMs || s.atMs >= r.unfencedAtMs
-          ? 100 * (1 - (s.outOfSync[RECOVERING] ?? 0) / r.preferred)
-          : 0;
-      return [
-        { seconds: t, percent: (100 * (s.leads[RECOVERING] ?? 0)) / r.preferred, variant, measure: "leads" },
-        { seconds: t, percent: inIsr, variant, measure: "in the ISR" },
-      ];
-    }),
-  );
+  const values = results
+    .flatMap((r) =>
+      r.samples.flatMap((s) => {
+        const t = Math.round((s.atMs - r.unfencedAtMs) / 100) / 10;
+        const variant = `${r.variant.id}. ${r.variant.label}`;
+        const inIsr =
+          s.atMs < r.stoppedAtMs || s.atMs >= r.unfencedAtMs
+            ? 100 * (1 - (s.outOfSync[RECOVERING] ?? 0) / r.preferred)
+            : 0;
+        return [
+          {
+            seconds: t,
+            percent: (100 * (s.leads[RECOVERING] ?? 0)) / r.preferred,
+            variant,
+            measure: "leads",
+          },
+          { seconds: t, percent: inIsr, variant, measure: "in the ISR" },
+        ];
+      }),
+    )
+    .concat(
+      results.flatMap((r) =>
+        r.link.map((l) => ({
+          seconds: Math.round((l.atMs - r.unfencedAtMs) / 100) / 10,
+          percent: Math.min(100, (100 * l.inMbit) / RATE_MBIT),
+          variant: `${r.variant.id}. ${r.variant.label}`,
+          measure: "its incoming link in use",
+        })),
+      ),
+    );
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
     title: {
       text: "Broker 1's preferred partitions: the share it is back in the ISR of, and the share it leads",
       subtitle:
-        "0 = unfenced; in the ISR (solid) is the same catch-up in every variant, leads (dashed) is what differs",
+        "0 = unfenced; in the ISR and link use are the same catch-up in every variant, leads is what differs",
     },
     width: 760,
     height: 300,
@@ -587,6 +646,20 @@ async function writeReport(results: VariantResult[]): Promise<void> {
     ),
   );
   writeFileSync(
+    join(OUT, "link.csv"),
+    csv(
+      ["variant", "seconds_since_unfenced", "in_mbit", "out_mbit"],
+      results.flatMap((r) =>
+        r.link.map((l) => [
+          r.variant.id,
+          (l.atMs - r.unfencedAtMs) / 1000,
+          l.inMbit.toFixed(2),
+          l.outMbit.toFixed(2),
+        ]),
+      ),
+    ),
+  );
+  writeFileSync(
     join(OUT, "results.json"),
     `${JSON.stringify(
       {
@@ -599,6 +672,7 @@ async function writeReport(results: VariantResult[]): Promise<void> {
         brokerConfig: BROKER_EXTRA,
         catchUpThrottleMbit: CATCH_UP_THROTTLE_MBIT ?? null,
         pacing: README_PACING,
+        lagPacing: LAG_PACING,
         rows,
         variants: results.map((r) => ({
           id: r.variant.id,
@@ -608,6 +682,8 @@ async function writeReport(results: VariantResult[]): Promise<void> {
           recoveryMs: r.reachedAtMs ? r.reachedAtMs - r.unfencedAtMs : null,
           movesOnto: r.movesOnto,
           movesWhileBehind: r.movesWhileBehind,
+          movesWhileLinkBusy: r.movesWhileLinkBusy,
+          linkSaturatedMs: r.linkFreeAtMs ? r.linkFreeAtMs - r.unfencedAtMs : null,
           largestBurst1s: r.largestBurst1s,
           agentErrors: r.agentErrors,
           bulk: r.bulk,
@@ -620,7 +696,9 @@ async function writeReport(results: VariantResult[]): Promise<void> {
   writeFileSync(join(OUT, "table.md"), markdownTable(rows));
   writeFileSync(join(OUT, "p99.svg"), await renderSvg(latencyChart(results)));
   writeFileSync(join(OUT, "leadership.svg"), await renderSvg(leadershipChart(results)));
-  console.log(`report: ${OUT}/{results.json,table.md,p99-per-5s.csv,leadership.csv,p99.svg,leadership.svg}`);
+  console.log(
+    `report: ${OUT}/{results.json,table.md,p99-per-5s.csv,leadership.csv,link.csv,p99.svg,leadership.svg}`,
+  );
 }
 
 process.exitCode = await (args.inside ? inside() : outside());

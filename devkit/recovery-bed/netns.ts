@@ -1,4 +1,5 @@
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFile, execFileSync, spawnSync } from "node:child_process";
+import { promisify } from "node:util";
 
 /**
  * The recovery bench's network: every Kafka node and the clients in a network namespace of their own,
@@ -14,6 +15,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 export const SUBNET = "10.213.7";
 const SWITCH = "pacer-sw";
 const BRIDGE = "pacer-br";
+const execFileAsync = promisify(execFile);
 
 export interface BedHost {
   /** Short name (≤ 8 characters): namespace `pacer-<name>`, veth ends `pv-<name>` / `pb-<name>`. */
@@ -114,4 +116,71 @@ export function shapeHost(host: string, mbit: number, latencyMs = 50): void {
   const params = ["rate", `${mbit}mbit`, "burst", "64kb", "latency", `${latencyMs}ms`];
   tc(namespaceOf(host), "qdisc", "replace", "dev", `pv-${host}`, "root", "tbf", ...params);
   tc(SWITCH, "qdisc", "replace", "dev", `pb-${host}`, "root", "tbf", ...params);
+}
+
+/** Bytes a shaped host's links have carried so far: out of it, and into it (its bridge-side end). */
+async function linkBytes(host: string): Promise<{ outBytes: number; inBytes: number }> {
+  const sent = async (namespace: string, dev: string) => {
+    const { stdout } = await execFileAsync("ip", [
+      "netns",
+      "exec",
+      namespace,
+      "tc",
+      "-s",
+      "qdisc",
+      "show",
+      "dev",
+      dev,
+    ]);
+    const match = /Sent (\d+) bytes/.exec(stdout);
+    if (!match) throw new Error(`no byte count for ${dev}: ${stdout}`);
+    return Number(match[1]);
+  };
+  const [outBytes, inBytes] = await Promise.all([
+    sent(namespaceOf(host), `pv-${host}`),
+    sent(SWITCH, `pb-${host}`),
+  ]);
+  return { outBytes, inBytes };
+}
+
+export interface LinkSample {
+  atMs: number;
+  outMbit: number;
+  inMbit: number;
+}
+
+/**
+ * Samples a shaped host's throughput both ways every `intervalMs`, from the shapers' own byte counts:
+ * how busy the recovering broker's link is while it catches up, and when it stops being.
+ */
+export class LinkMonitor {
+  readonly samples: LinkSample[] = [];
+  private readonly timer: NodeJS.Timeout;
+  private last: { atMs: number; outBytes: number; inBytes: number } | undefined;
+
+  constructor(
+    private readonly host: string,
+    intervalMs = 1000,
+  ) {
+    this.timer = setInterval(() => void this.sample(), intervalMs);
+  }
+
+  private async sample(): Promise<void> {
+    const atMs = Date.now();
+    const bytes = await linkBytes(this.host).catch(() => undefined);
+    if (!bytes) return;
+    const last = this.last;
+    this.last = { atMs, ...bytes };
+    if (!last) return;
+    const mbit = (delta: number) => (delta * 8) / 1000 / (atMs - last.atMs);
+    this.samples.push({
+      atMs,
+      outMbit: mbit(bytes.outBytes - last.outBytes),
+      inMbit: mbit(bytes.inBytes - last.inBytes),
+    });
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
 }
