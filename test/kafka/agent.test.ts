@@ -7,7 +7,9 @@ import { KafkaCluster } from "../../devkit/kafka/cluster.ts";
 import {
   createEvenTopics,
   LeadershipWatcher,
+  produceUneven,
   readPartitions,
+  setReplicationThrottle,
   startAgent,
   startPacerServe,
   waitFor,
@@ -170,6 +172,37 @@ describe("the agent's snapshot", () => {
       60_000,
       "broker 3 back in every ISR",
     );
+  });
+
+  it("gives a broker that is catching up its bytes still to fetch, from each broker's own DescribeLogDirs", async () => {
+    const lagOf = async (id: number) => {
+      const read = { ...(await readCluster()), replicaSizes: await kafka.replicaSizes() };
+      expect([...read.replicaSizes.answered].sort()).toEqual(
+        read.brokers
+          .filter((b) => !b.fenced)
+          .map((b) => b.id)
+          .sort(),
+      );
+      return snapshotOf(read).brokers.find((b) => b.id === id)?.lagBytes;
+    };
+    expect(await lagOf(2)).toBe(0);
+    await setReplicationThrottle(cluster, 1_000_000);
+    try {
+      await cluster.stopBroker(2, "SIGTERM");
+      await produceUneven(cluster, TOPICS, 30, 20_000_000);
+      await cluster.startBroker(2);
+      // Back and registered, fetching at 1 MB/s: most of the 20 MB it missed is still to fetch.
+      const behind = await waitFor(async () => {
+        const lag = await lagOf(2);
+        return lag !== undefined && lag > 0 ? lag : undefined;
+      }, 30_000);
+      expect(behind).toBeGreaterThan(5_000_000);
+      expect(behind).toBeLessThan(25_000_000);
+      expect(await lagOf(1)).toBe(0);
+    } finally {
+      await setReplicationThrottle(cluster, 0);
+    }
+    await waitFor(async () => ((await lagOf(2)) === 0 ? true : undefined), 60_000, "broker 2 caught up");
   });
 });
 
