@@ -1,13 +1,12 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
-import type { TopLevelSpec } from "vega-lite";
 import { CONTROLLER_ID, KafkaCluster } from "../devkit/kafka/cluster.ts";
 import {
   createEvenTopics,
+  type IsrChange,
   LeadershipWatcher,
   largestBurst,
   type Sample,
@@ -36,8 +35,8 @@ import {
   shapeHost,
 } from "../devkit/recovery-bed/netns.ts";
 import { measureTransfer } from "../devkit/recovery-bed/transfer.ts";
-import { renderSvg } from "../functions/handlers/simulate-cli.ts";
 import { KafkaAdminClient } from "../functions/kafka/admin.ts";
+import { csv, renderReport } from "./recovery-report.ts";
 
 /**
  * `npm run bench:recovery`: the proposal's load test on Apache Kafka 4.4.0. One KRaft controller and
@@ -54,6 +53,8 @@ import { KafkaAdminClient } from "../functions/kafka/admin.ts";
 const { values: args } = parseArgs({
   options: {
     inside: { type: "boolean", default: false },
+    /** Draws a finished run's table and charts again from its folder, and runs nothing. */
+    render: { type: "string" },
     quick: { type: "boolean", default: false },
     mini: { type: "boolean", default: false },
     partitions: { type: "string" },
@@ -196,6 +197,7 @@ interface VariantResult {
   bulk: { bytes: number; ms: number };
   load: LoadReport;
   samples: Sample[];
+  isrChanges: IsrChange[];
   /** Broker 1's link throughput, each way, sampled every second. */
   link: LinkSample[];
   movesOnto: number;
@@ -300,7 +302,7 @@ async function inside(): Promise<number> {
     topics: TOPICS,
     partitionsPerTopic: PER_TOPIC,
   };
-  const work = mkdtempSync(join(tmpdir(), "pacer-recovery-"));
+  mkdirSync(OUT, { recursive: true });
   const results: VariantResult[] = [];
   try {
     console.log(`cluster up: Apache Kafka 4.4.0, ${cluster.bootstrapServers}`);
@@ -309,13 +311,13 @@ async function inside(): Promise<number> {
     for (const id of chosen) {
       const variant = VARIANTS.find((v) => v.id === id);
       if (!variant) throw new Error(`no variant ${id}`);
-      const result = await runVariant(cluster, target, variant, join(work, `load-${id}.csv`));
+      // Each record's latency, kept beside the report: intended time (ms), latency (µs), error, partition.
+      const result = await runVariant(cluster, target, variant, join(OUT, `load-${id}.csv`));
       results.push(result);
       printRow(result);
     }
   } finally {
     await cluster.close();
-    rmSync(work, { recursive: true, force: true });
   }
   await writeReport(results);
   return 0;
@@ -416,6 +418,7 @@ async function runVariant(
       bulk,
       load: report,
       samples: watcher.samples.filter((s) => s.atMs >= steadyFromMs),
+      isrChanges: watcher.isrChanges.filter((c) => c.atMs >= steadyFromMs),
       link: link.samples.filter((s) => s.atMs >= steadyFromMs),
       movesOnto: onto.length,
       movesWhileLinkBusy: onto.filter((m) => busyAt(m.atMs)).length,
@@ -490,128 +493,6 @@ function printRow(r: VariantResult): void {
   console.table([rowOf(r)]);
 }
 
-function latencyChart(results: VariantResult[]): TopLevelSpec {
-  const values = results.flatMap((r) =>
-    r.load.buckets.map((b) => ({
-      seconds: b.fromMs / 1000,
-      p99: Math.max(1, b.p99Ms),
-      variant: `${r.variant.id}. ${r.variant.label}`,
-    })),
-  );
-  return {
-    $schema: "https://vega.github.io/schema/vega-lite/v6.json",
-    title: {
-      text: `Producer P99 through broker 1's recovery: Apache Kafka 4.4.0, ${TOPICS.length * PER_TOPIC} partitions`,
-      subtitle: `acks=all, ${LOAD.recordsPerSecond} × 1 KiB/s open loop; broker 1's link ${RATE_MBIT} Mbit/s; ${PRODUCE_MB} MB produced while it was down. P99 per 5 s; 0 = unfenced`,
-    },
-    width: 760,
-    height: 300,
-    layer: [
-      {
-        data: { values },
-        mark: { type: "line", point: { size: 12 }, strokeWidth: 1.5 },
-        encoding: {
-          x: { field: "seconds", type: "quantitative", title: "seconds since broker 1 was unfenced" },
-          y: {
-            field: "p99",
-            type: "quantitative",
-            title: "P99 per 5 s (ms, log scale)",
-            scale: { type: "log" },
-          },
-          color: {
-            field: "variant",
-            type: "nominal",
-            title: null,
-            legend: { orient: "bottom", columns: 2, labelLimit: 360 },
-          },
-        },
-      },
-      {
-        data: { values: [{ seconds: 0 }] },
-        mark: { type: "rule", strokeDash: [4, 4], color: "#555" },
-        encoding: { x: { field: "seconds", type: "quantitative" } },
-      },
-    ],
-  };
-}
-
-function leadershipChart(results: VariantResult[]): TopLevelSpec {
-  const values = results
-    .flatMap((r) =>
-      r.samples.flatMap((s) => {
-        const t = Math.round((s.atMs - r.unfencedAtMs) / 100) / 10;
-        const variant = `${r.variant.id}. ${r.variant.label}`;
-        const inIsr =
-          s.atMs < r.stoppedAtMs || s.atMs >= r.unfencedAtMs
-            ? 100 * (1 - (s.outOfSync[RECOVERING] ?? 0) / r.preferred)
-            : 0;
-        return [
-          {
-            seconds: t,
-            percent: (100 * (s.leads[RECOVERING] ?? 0)) / r.preferred,
-            variant,
-            measure: "leads",
-          },
-          { seconds: t, percent: inIsr, variant, measure: "in the ISR" },
-        ];
-      }),
-    )
-    .concat(
-      results.flatMap((r) =>
-        r.link.map((l) => ({
-          seconds: Math.round((l.atMs - r.unfencedAtMs) / 100) / 10,
-          percent: Math.min(100, (100 * l.inMbit) / RATE_MBIT),
-          variant: `${r.variant.id}. ${r.variant.label}`,
-          measure: "its incoming link in use",
-        })),
-      ),
-    );
-  return {
-    $schema: "https://vega.github.io/schema/vega-lite/v6.json",
-    title: {
-      text: "Broker 1's preferred partitions: the share it is back in the ISR of, and the share it leads",
-      subtitle:
-        "0 = unfenced; in the ISR and link use are the same catch-up in every variant, leads is what differs",
-    },
-    width: 760,
-    height: 300,
-    data: { values },
-    mark: { type: "line", interpolate: "step-after", strokeWidth: 1.5 },
-    encoding: {
-      x: { field: "seconds", type: "quantitative", title: "seconds since broker 1 was unfenced" },
-      y: {
-        field: "percent",
-        type: "quantitative",
-        title: "% of its preferred partitions",
-        scale: { domain: [0, 100] },
-      },
-      color: {
-        field: "variant",
-        type: "nominal",
-        title: null,
-        legend: { orient: "bottom", columns: 2, labelLimit: 360 },
-      },
-      strokeDash: { field: "measure", type: "nominal", title: null },
-    },
-  };
-}
-
-/** The rows as a Markdown table with a column per variant, padded as the formatter writes it. */
-function markdownTable(rows: ReturnType<typeof rowOf>[]): string {
-  const metrics = Object.keys(rows[0] ?? {}).filter((k) => k !== "variant") as (keyof ReturnType<
-    typeof rowOf
-  >)[];
-  const lines = [
-    ["", ...rows.map((r) => r.variant)],
-    ...metrics.map((m) => [m, ...rows.map((r) => String(r[m]))]),
-  ];
-  const widths = lines[0]?.map((_, c) => Math.max(3, ...lines.map((l) => (l[c] as string).length))) ?? [];
-  const line = (cells: string[]) =>
-    `| ${cells.map((cell, c) => cell.padEnd(widths[c] as number)).join(" | ")} |`;
-  const [head, ...body] = lines;
-  return `${[line(head as string[]), line(widths.map((w) => "-".repeat(w))), ...body.map(line)].join("\n")}\n`;
-}
-
 async function writeReport(results: VariantResult[]): Promise<void> {
   mkdirSync(OUT, { recursive: true });
   const rows = results.map(rowOf);
@@ -619,8 +500,6 @@ async function writeReport(results: VariantResult[]): Promise<void> {
     `\nApache Kafka 4.4.0, KRaft, 1 controller + 3 brokers; ${TOPICS.length * PER_TOPIC} partitions, RF 3, min.insync.replicas 2; broker 1 (${rows.length ? results[0]?.preferred : 0} preferred) shaped to ${RATE_MBIT} Mbit/s each way; load ${LOAD.recordsPerSecond} × ${LOAD.recordBytes} B/s acks=all open loop; ${PRODUCE_MB} MB produced while broker 1 was down; steady = ${TIMES.steadyMs / 1000} s before the stop, recovery = unfenced → 99 % + ${TIMES.tailMs / 1000} s.\n`,
   );
   console.table(rows);
-  const csv = (header: string[], lines: (string | number)[][]) =>
-    `${[header, ...lines].map((l) => l.join(",")).join("\n")}\n`;
   writeFileSync(
     join(OUT, "p99-per-5s.csv"),
     csv(
@@ -633,7 +512,7 @@ async function writeReport(results: VariantResult[]): Promise<void> {
   writeFileSync(
     join(OUT, "leadership.csv"),
     csv(
-      ["variant", "seconds_since_unfenced", "leads", "out_of_sync", "preferred"],
+      ["variant", "seconds_since_unfenced", "leads", "out_of_sync", "preferred", "in_isr_of", "replica_of"],
       results.flatMap((r) =>
         r.samples.map((s) => [
           r.variant.id,
@@ -641,6 +520,24 @@ async function writeReport(results: VariantResult[]): Promise<void> {
           s.leads[RECOVERING] ?? 0,
           s.outOfSync[RECOVERING] ?? 0,
           r.preferred,
+          s.inIsrOf[RECOVERING] ?? 0,
+          s.replicaOf[RECOVERING] ?? 0,
+        ]),
+      ),
+    ),
+  );
+  writeFileSync(
+    join(OUT, "isr-changes.csv"),
+    csv(
+      ["variant", "seconds_since_unfenced", "topic", "partition", "broker", "joined"],
+      results.flatMap((r) =>
+        r.isrChanges.map((c) => [
+          r.variant.id,
+          (c.atMs - r.unfencedAtMs) / 1000,
+          c.topic,
+          c.partition,
+          c.broker,
+          c.joined ? 1 : 0,
         ]),
       ),
     ),
@@ -693,12 +590,11 @@ async function writeReport(results: VariantResult[]): Promise<void> {
       2,
     )}\n`,
   );
-  writeFileSync(join(OUT, "table.md"), markdownTable(rows));
-  writeFileSync(join(OUT, "p99.svg"), await renderSvg(latencyChart(results)));
-  writeFileSync(join(OUT, "leadership.svg"), await renderSvg(leadershipChart(results)));
+  await renderReport(OUT);
   console.log(
     `report: ${OUT}/{results.json,table.md,p99-per-5s.csv,leadership.csv,link.csv,p99.svg,leadership.svg}`,
   );
 }
 
-process.exitCode = await (args.inside ? inside() : outside());
+if (args.render) await renderReport(resolve(args.render));
+else process.exitCode = await (args.inside ? inside() : outside());

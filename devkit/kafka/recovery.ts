@@ -170,13 +170,27 @@ export interface Sample {
   /** Per broker: preferred partitions it leads, and preferred partitions it is out of the ISR of. */
   leads: Record<number, number>;
   outOfSync: Record<number, number>;
+  /** Per broker: partitions it is a replica of in any position, and how many of those it is in the ISR of. */
+  replicaOf: Record<number, number>;
+  inIsrOf: Record<number, number>;
+}
+
+/** A broker joining or leaving a partition's ISR, as a poll saw it. */
+export interface IsrChange {
+  atMs: number;
+  topic: string;
+  partition: number;
+  broker: number;
+  joined: boolean;
 }
 
 /** Polls the cluster every `intervalMs` and records every leadership change and per-broker counts. */
 export class LeadershipWatcher {
   readonly moves: LeadershipMove[] = [];
   readonly samples: Sample[] = [];
+  readonly isrChanges: IsrChange[] = [];
   private last = new Map<string, number>();
+  private lastIsr = new Map<string, number[]>();
   private running = true;
   private readonly loop: Promise<void>;
   private readonly client: KafkaAdminClient;
@@ -210,15 +224,30 @@ export class LeadershipWatcher {
     const leads: Record<number, number> = {};
     const outOfSync: Record<number, number> = {};
     const preferred: Record<number, number> = {};
+    const replicaOf: Record<number, number> = {};
+    const inIsrOf: Record<number, number> = {};
     for (const p of partitions) {
       const b = p.replicas[0] as number;
       preferred[b] = (preferred[b] ?? 0) + 1;
       if (p.leader === b) leads[b] = (leads[b] ?? 0) + 1;
       if (!p.isr.includes(b)) outOfSync[b] = (outOfSync[b] ?? 0) + 1;
+      for (const r of p.replicas) {
+        replicaOf[r] = (replicaOf[r] ?? 0) + 1;
+        if (p.isr.includes(r)) inIsrOf[r] = (inIsrOf[r] ?? 0) + 1;
+      }
     }
-    this.samples.push({ atMs, leads, outOfSync });
+    this.samples.push({ atMs, leads, outOfSync, replicaOf, inIsrOf });
     for (const p of partitions) {
       const key = `${p.topic}-${p.partition}`;
+      const isrBefore = this.lastIsr.get(key);
+      if (isrBefore !== undefined) {
+        for (const r of p.replicas) {
+          const was = isrBefore.includes(r);
+          if (was !== p.isr.includes(r))
+            this.isrChanges.push({ atMs, topic: p.topic, partition: p.partition, broker: r, joined: !was });
+        }
+      }
+      this.lastIsr.set(key, p.isr);
       const before = this.last.get(key);
       if (before !== undefined && before !== p.leader) {
         this.moves.push({

@@ -36,7 +36,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *   <li>{@code load}: an open-loop producer. Record i is due at start + i / rate; the latency of a
  *       record is measured from that intended time, not from when send() was reached, so a stall
  *       shows up as latency instead of as fewer samples (no coordinated omission). One line per
- *       record: intended time (ms since the epoch), latency (µs), and the error's class or "-".
+ *       record: intended time (ms since the epoch), latency (µs), the error's class or "-", and its
+ *       topic-partition.
  *       Runs until standard input closes.
  *   <li>{@code bulk}: produces about N bytes as fast as the cluster takes them, unevenly (partition
  *       k gets a share growing with k % 10), so a broker catching up finishes small partitions first.
@@ -144,18 +145,19 @@ public final class RecoveryLoad {
         if (waitNs > 0) LockSupport.parkNanos(waitNs);
         long intendedEpochMs = startEpochMs + (dueNs - startNs) / 1_000_000;
         Partition target = targets.get((int) (i % targets.size()));
+        String where = target.topic() + "-" + target.partition();
         outstanding.incrementAndGet();
         try {
           producer.send(new ProducerRecord<>(target.topic(), target.partition(), null, value), (meta, error) -> {
             long latencyUs = (System.nanoTime() - dueNs) / 1000;
             String kind = error == null ? "-" : error.getClass().getSimpleName();
-            lines.add(intendedEpochMs + "," + latencyUs + "," + kind + "\n");
+            lines.add(intendedEpochMs + "," + latencyUs + "," + kind + "," + where + "\n");
             outstanding.decrementAndGet();
           });
         } catch (Exception error) {
           // send() itself refused the record (metadata not available within max.block.ms, say).
           long latencyUs = (System.nanoTime() - dueNs) / 1000;
-          lines.add(intendedEpochMs + "," + latencyUs + "," + error.getClass().getSimpleName() + "\n");
+          lines.add(intendedEpochMs + "," + latencyUs + "," + error.getClass().getSimpleName() + "," + where + "\n");
           outstanding.decrementAndGet();
         }
       }
@@ -288,7 +290,7 @@ public final class RecoveryLoad {
     try (BufferedReader in = new BufferedReader(new FileReader(required(options, "in")))) {
       for (String line = in.readLine(); line != null; line = in.readLine()) {
         String[] f = line.split(",");
-        if (f.length != 3) continue; // a line cut short when the writer was stopped
+        if (f.length < 3) continue; // a line cut short when the writer was stopped
         long atMs = Long.parseLong(f[0]);
         long latencyUs = Long.parseLong(f[1]);
         for (Window w : windows)
