@@ -576,6 +576,7 @@ async function writeReport(results: VariantResult[]): Promise<void> {
           label: r.variant.label,
           loadSteadyAfterMs: r.settledAfterMs ?? null,
           windows: r.load.windows,
+          unfencedAtMs: r.unfencedAtMs,
           recoveryMs: r.reachedAtMs ? r.reachedAtMs - r.unfencedAtMs : null,
           movesOnto: r.movesOnto,
           movesWhileBehind: r.movesWhileBehind,
