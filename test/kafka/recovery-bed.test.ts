@@ -15,7 +15,7 @@ import { measureTransfer } from "../../devkit/recovery-bed/transfer.ts";
 /**
  * The recovery bench's testbed (devkit/recovery-bed/) and the bench itself, in miniature: namespaces
  * come up, a shaped link carries its set rate, and `bench:recovery --mini` runs variants 2 (Kafka's
- * balancer every 5 s) and 4 (`pacer agent`) end to end on Apache Kafka 4.4.0. The figures of a
+ * balancer every 5 s), 4 (`pacer agent`) and 5 (with the max-lag-bytes gate) end to end on Apache Kafka 4.4.0. The figures of a
  * miniature mean nothing; the full bench (README) is what measures.
  */
 
@@ -49,10 +49,21 @@ describe.skipIf(unavailable)(`the recovery testbed${unavailable ? ` (skipped: ${
     }
   });
 
-  it("runs a miniature of variants 2 and 4 end to end and reports both", () => {
+  it("runs a miniature of variants 2, 4 and 5 end to end and reports them", () => {
     const run = spawnSync(
       process.execPath,
-      ["--import", "tsx", "bench/recovery.ts", "--mini", "--rate-mbit", "30", "--out", out],
+      [
+        "--import",
+        "tsx",
+        "bench/recovery.ts",
+        "--mini",
+        "--variants",
+        "2,4,5",
+        "--rate-mbit",
+        "30",
+        "--out",
+        out,
+      ],
       { encoding: "utf8", timeout: 540_000 },
     );
     expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
@@ -61,7 +72,7 @@ describe.skipIf(unavailable)(`the recovery testbed${unavailable ? ` (skipped: ${
     within(shaping.ingress, 30, 0.2);
     const results = JSON.parse(readFileSync(join(out, "results.json"), "utf8"));
     expect(results.kafka).toBe("4.4.0");
-    expect(results.variants.map((v: { id: number }) => v.id)).toEqual([2, 4]);
+    expect(results.variants.map((v: { id: number }) => v.id)).toEqual([2, 4, 5]);
     for (const v of results.variants) {
       expect(v.windows.steady.count).toBeGreaterThan(1000);
       expect(v.windows.recovery.count).toBeGreaterThan(1000);
@@ -69,15 +80,24 @@ describe.skipIf(unavailable)(`the recovery testbed${unavailable ? ` (skipped: ${
       expect(v.movesOnto, `variant ${v.id} moved leadership back`).toBeGreaterThan(0);
       expect(v.bulk.bytes).toBeGreaterThan(15_000_000);
     }
-    const agent = results.variants.find((v: { id: number }) => v.id === 4);
-    expect(agent.agentErrors).toBe(0);
-    expect(agent.movesWhileBehind).toBe(0);
+    // 4: the README's pacing; 5: with the max-lag-bytes gate, the agent reading each broker's log sizes.
+    for (const agent of results.variants.filter((v: { id: number }) => v.id >= 4)) {
+      expect(agent.agentErrors, `variant ${agent.id}`).toBe(0);
+      expect(agent.movesWhileBehind, `variant ${agent.id}`).toBe(0);
+    }
     for (const v of results.variants)
       expect(v.loadSteadyAfterMs, `variant ${v.id}'s load settled`).not.toBeNull();
-    for (const file of ["p99-per-5s.csv", "leadership.csv", "p99.svg", "leadership.svg"])
+    for (const file of [
+      "p99-per-5s.csv",
+      "leadership.csv",
+      "link.csv",
+      "isr-changes.csv",
+      "p99.svg",
+      "leadership.svg",
+    ])
       expect(readFileSync(join(out, file), "utf8").length).toBeGreaterThan(100);
     const table = readFileSync(join(out, "table.md"), "utf8").split("\n");
-    expect(table[0]).toMatch(/^\| +\| 2\. .+ \| 4\. .+ \|$/);
-    expect(table.find((l) => l.startsWith("| recovery P99 ms"))?.split("|").length).toBe(5);
+    expect(table[0]).toMatch(/^\| +\| 2\. .+ \| 4\. .+ \| 5\. .+ \|$/);
+    expect(table.find((l) => l.startsWith("| recovery P99 ms"))?.split("|").length).toBe(6);
   });
 });
