@@ -105,6 +105,25 @@ describe("the agent's run line and tallies", () => {
     );
   });
 
+  it("says how much a broker held back by the max-lag-bytes gate still has to fetch", () => {
+    const line = formatRun({
+      atMs: Date.UTC(2026, 11, 3, 14, 0, 0),
+      durationMs: 40,
+      elections: { asked: 0, done: 0, notNeeded: 0, failed: {} },
+      shares: {},
+      heldBack: [
+        { id: 1, reason: "over-max-lag-bytes", outOfSync: 3, total: 100, lagBytes: 182_400_000 },
+        { id: 2, reason: "over-max-lag-bytes", outOfSync: 0, total: 100 },
+      ],
+      nextDelayMs: 5000,
+      deferred: null,
+      dryRun: false,
+    });
+    expect(line).toContain(
+      "held back: broker 1 over-max-lag-bytes (3/100 out of sync, 182.4 MB to fetch), broker 2 over-max-lag-bytes (0/100 out of sync, lag unknown)",
+    );
+  });
+
   it("lists a dry run's batch: what would have been elected", () => {
     const batch = Array.from({ length: 22 }, (_, i) => ({ topic: "orders", partition: i, leader: 2 }));
     const line = formatRun({
