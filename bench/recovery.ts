@@ -60,6 +60,8 @@ const { values: args } = parseArgs({
     partitions: { type: "string" },
     variants: { type: "string" },
     "rate-mbit": { type: "string", default: "50" },
+    /** The open-loop load's records of 1 KiB per second, over every partition. */
+    "records-per-second": { type: "string", default: "1000" },
     "produce-mb": { type: "string" },
     out: { type: "string" },
     /** Extra broker properties for every variant, `name=value`; written into the report. */
@@ -88,7 +90,7 @@ const TOPICS = ["orders", "payments"];
 const PER_TOPIC = Math.ceil(PARTITIONS / TOPICS.length);
 const RATE_MBIT = Number(args["rate-mbit"]);
 const PRODUCE_MB = Number(args["produce-mb"] ?? PRESET.produceMb);
-const LOAD = { recordsPerSecond: 1000, recordBytes: 1024 };
+const LOAD = { recordsPerSecond: Number(args["records-per-second"]), recordBytes: 1024 };
 const TIMES = { warmupMs: PRESET.warmupMs, steadyMs: PRESET.steadyMs, tailMs: PRESET.tailMs };
 /**
  * How long broker 1 stays down (at least; longer if the bulk takes longer). By default longer than
