@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TopLevelSpec } from "vega-lite";
 import { renderSvg } from "../functions/handlers/simulate-cli.ts";
@@ -91,10 +91,17 @@ function leadershipChart(facts: RunFacts, names: Map<string, string>, dir: strin
   const shares = readCsv(join(dir, "leadership.csv")).flatMap((r) => {
     const base = { seconds: Number(r.seconds_since_unfenced), variant: names.get(r.variant as string) };
     const preferred = Number(r.preferred);
-    return [
+    const rows = [
       { ...base, percent: (100 * Number(r.leads)) / preferred, measure: "led by broker 1" },
       { ...base, percent: 100 * (1 - Number(r.out_of_sync) / preferred), measure: "broker 1 in the ISR" },
     ];
+    if (r.replica_of)
+      rows.push({
+        ...base,
+        percent: (100 * Number(r.in_isr_of)) / Number(r.replica_of),
+        measure: "broker 1 in the ISR, of all its replicas",
+      });
+    return rows;
   });
   const link = readCsv(join(dir, "link.csv")).map((r) => ({
     seconds: Number(r.seconds_since_unfenced),
@@ -123,7 +130,7 @@ function leadershipChart(facts: RunFacts, names: Map<string, string>, dir: strin
     title: {
       text: "Broker 1's way back: its preferred partitions, and its link",
       subtitle:
-        "Top: the share of its preferred partitions it is in the ISR of (dashed) and leads (solid). Bottom: its incoming link's use, of the shaped rate, sampled each second.",
+        "Top: its preferred partitions it leads and is in the ISR of, and its replicas of every kind in the ISR. Bottom: its incoming link's use.",
     },
     vconcat: [
       panel("% of its preferred partitions", shares, {
@@ -168,4 +175,55 @@ export async function renderReport(dir: string): Promise<void> {
   writeFileSync(join(dir, "table.md"), markdownTable(facts.rows));
   writeFileSync(join(dir, "p99.svg"), await renderSvg(latencyChart(facts, names, dir)));
   writeFileSync(join(dir, "leadership.svg"), await renderSvg(leadershipChart(facts, names, dir)));
+  if (existsSync(join(dir, "isr-changes.csv")))
+    writeFileSync(join(dir, "isr-split.md"), markdownTable(isrSplit(dir, 1)));
+}
+
+/**
+ * Where a stall comes from: the recovery window's records split by whether the recovering broker was in
+ * their partition's ISR when they were due (from the load file and the ISR changes the watcher saw).
+ * A record whose partition has the broker in its ISR waits for it to fetch; one whose partition has
+ * not, does not — unless it shares a produce request with one that does.
+ */
+export function isrSplit(dir: string, broker: number): Record<string, string>[] {
+  const facts = JSON.parse(readFileSync(join(dir, "results.json"), "utf8")) as RunFacts & {
+    variants: { id: number; unfencedAtMs?: number; recoveryMs: number | null }[];
+  };
+  const changes = readCsv(join(dir, "isr-changes.csv")).filter((c) => Number(c.broker) === broker);
+  const rows: Record<string, string>[] = [];
+  for (const variant of facts.variants) {
+    if (variant.unfencedAtMs === undefined) continue;
+    const unfencedAtMs = variant.unfencedAtMs;
+    const byPartition = new Map<string, { atMs: number; joined: boolean }[]>();
+    for (const c of changes.filter((c) => Number(c.variant) === variant.id)) {
+      const key = `${c.topic}-${c.partition}`;
+      const list = byPartition.get(key) ?? [];
+      list.push({ atMs: unfencedAtMs + Number(c.seconds_since_unfenced) * 1000, joined: c.joined === "1" });
+      byPartition.set(key, list);
+    }
+    // Before its first change seen, a partition had the broker in its ISR (the cluster starts whole).
+    const inIsrAt = (key: string, atMs: number) =>
+      (byPartition.get(key) ?? []).reduce((inIsr, c) => (c.atMs <= atMs ? c.joined : inIsr), true);
+    const endMs = unfencedAtMs + (variant.recoveryMs ?? 0);
+    const split = { in: [] as number[], out: [] as number[] };
+    const text = readFileSync(join(dir, `load-${variant.id}.csv`), "utf8");
+    for (const line of text.split("\n")) {
+      const [at, us, , where] = line.split(",");
+      const atMs = Number(at);
+      if (where === undefined || atMs < unfencedAtMs || atMs >= endMs) continue;
+      split[inIsrAt(where, atMs) ? "in" : "out"].push(Number(us) / 1000);
+    }
+    const p99 = (list: number[]) =>
+      list.length
+        ? (list.sort((a, b) => a - b)[Math.floor(0.99 * (list.length - 1))] as number).toFixed(0)
+        : "–";
+    rows.push({
+      variant: String(variant.id),
+      "records, broker in their ISR": String(split.in.length),
+      "their P99 ms": p99(split.in),
+      "records, broker not in their ISR": String(split.out.length),
+      "their P99 ms ": p99(split.out),
+    });
+  }
+  return rows;
 }
