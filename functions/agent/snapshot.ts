@@ -2,8 +2,8 @@ import type { Snapshot } from "../../schemas/snapshot.ts";
 import {
   type KafkaBroker,
   type KafkaPartition,
+  partitionKey,
   type ReplicaSizes,
-  replicaKey,
   type TopicPartition,
 } from "../kafka/admin.ts";
 
@@ -27,7 +27,7 @@ export function lagBytesOf(partitions: KafkaPartition[], sizes: ReplicaSizes): M
   const unknown = new Set<number>();
   for (const p of partitions) {
     if (p.leader < 0) continue; // nothing to fetch from: no lag to count, and no leadership to give
-    const perBroker = sizes.bytes.get(replicaKey(p));
+    const perBroker = sizes.bytes.get(partitionKey(p));
     for (const id of p.replicas) {
       if (p.isr.includes(id)) continue;
       const leaderBytes = perBroker?.get(p.leader);
@@ -48,7 +48,7 @@ export function lagBytesOf(partitions: KafkaPartition[], sizes: ReplicaSizes): M
  * broker in controlled shutdown (error 80), and a deleted topic is simply gone.
  */
 export function snapshotOf(read: ClusterRead): Snapshot {
-  const reassigning = new Set(read.reassigning.map(replicaKey));
+  const reassigning = new Set(read.reassigning.map(partitionKey));
   const lag = read.replicaSizes ? lagBytesOf(read.partitions, read.replicaSizes) : undefined;
   return {
     brokers: read.brokers
@@ -70,7 +70,7 @@ export function snapshotOf(read: ClusterRead): Snapshot {
         isr: p.isr.filter((id) => p.replicas.includes(id)),
         leader: p.replicas.includes(p.leader) ? p.leader : -1,
         elr: p.elr.filter((id) => p.replicas.includes(id)),
-        reassigning: reassigning.has(replicaKey(p)),
+        reassigning: reassigning.has(partitionKey(p)),
         deleting: false,
       })),
   };

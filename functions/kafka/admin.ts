@@ -57,7 +57,7 @@ export interface ReplicaSizes {
   bytes: Map<string, Map<number, number>>;
 }
 
-export const replicaKey = (p: TopicPartition) => `${p.topic}\u0000${p.partition}`;
+export const partitionKey = (p: TopicPartition) => `${p.topic}\u0000${p.partition}`;
 
 export class KafkaRequestError extends Error {
   constructor(
@@ -197,7 +197,7 @@ export class KafkaAdminClient {
             for (const topic of dir.topics) {
               for (const p of topic.partitions) {
                 if (p.isFutureKey) continue; // a copy being moved between log dirs, not the replica
-                const key = replicaKey({ topic: topic.name, partition: p.partitionIndex });
+                const key = partitionKey({ topic: topic.name, partition: p.partitionIndex });
                 const perBroker = sizes.bytes.get(key) ?? new Map<number, number>();
                 perBroker.set(id, Number(p.partitionSize));
                 sizes.bytes.set(key, perBroker);
