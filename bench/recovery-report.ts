@@ -37,7 +37,7 @@ const VARIANT_COLOR = {
   field: "variant",
   type: "nominal",
   title: null,
-  legend: { orient: "bottom", columns: 2, labelLimit: 380 },
+  legend: { orient: "bottom", direction: "vertical", labelLimit: 0 },
 } as const;
 const UNFENCED_RULE = {
   data: { values: [{ seconds: 0, label: "broker 1 unfenced" }] },
@@ -63,7 +63,10 @@ function latencyChart(facts: RunFacts, names: Map<string, string>, dir: string):
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
     title: {
       text: `Producer P99 through broker 1's recovery: Apache Kafka ${facts.kafka}, ${facts.partitions.toLocaleString("en")} partitions`,
-      subtitle: `acks=all, ${facts.load.recordsPerSecond} × 1 KiB/s open loop, latency from the intended send time; broker 1's link ${facts.rateMbit} Mbit/s; ${facts.produceMb} MB produced while it was down. P99 per 5 s.`,
+      subtitle: [
+        `acks=all, ${facts.load.recordsPerSecond} × 1 KiB/s open loop, latency from each record's intended send time, P99 per 5 s;`,
+        `broker 1's link shaped to ${facts.rateMbit} Mbit/s; ${facts.produceMb} MB produced while it was down`,
+      ],
     },
     width: 760,
     height: 320,
@@ -91,17 +94,10 @@ function leadershipChart(facts: RunFacts, names: Map<string, string>, dir: strin
   const shares = readCsv(join(dir, "leadership.csv")).flatMap((r) => {
     const base = { seconds: Number(r.seconds_since_unfenced), variant: names.get(r.variant as string) };
     const preferred = Number(r.preferred);
-    const rows = [
+    return [
       { ...base, percent: (100 * Number(r.leads)) / preferred, measure: "led by broker 1" },
       { ...base, percent: 100 * (1 - Number(r.out_of_sync) / preferred), measure: "broker 1 in the ISR" },
     ];
-    if (r.replica_of)
-      rows.push({
-        ...base,
-        percent: (100 * Number(r.in_isr_of)) / Number(r.replica_of),
-        measure: "broker 1 in the ISR, of all its replicas",
-      });
-    return rows;
   });
   const link = readCsv(join(dir, "link.csv")).map((r) => ({
     seconds: Number(r.seconds_since_unfenced),
@@ -129,8 +125,10 @@ function leadershipChart(facts: RunFacts, names: Map<string, string>, dir: strin
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
     title: {
       text: "Broker 1's way back: its preferred partitions, and its link",
-      subtitle:
-        "Top: its preferred partitions it leads and is in the ISR of, and its replicas of every kind in the ISR. Bottom: its incoming link's use.",
+      subtitle: [
+        "Top: the share of its preferred partitions it is in the ISR of, and leads;",
+        "bottom: its incoming link's use, of the shaped rate, each second",
+      ],
     },
     vconcat: [
       panel("% of its preferred partitions", shares, {
@@ -145,7 +143,7 @@ function leadershipChart(facts: RunFacts, names: Map<string, string>, dir: strin
               [5, 3],
             ],
           },
-          legend: { orient: "top" },
+          legend: { orient: "bottom", direction: "vertical" },
         },
       }),
       panel("% of its link, incoming", link, {}),
