@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TopLevelSpec } from "vega-lite";
+import { evenReplicas } from "../devkit/kafka/recovery.ts";
 import { renderSvg } from "../functions/handlers/simulate-cli.ts";
 
 /**
@@ -166,15 +167,81 @@ export function markdownTable(rows: Record<string, string | number>[]): string {
   return `${[line(head as string[]), line(widths.map((w) => "-".repeat(w))), ...body.map(line)].join("\n")}\n`;
 }
 
-/** table.md, p99.svg and leadership.svg from a run's results.json and CSVs. */
-export async function renderReport(dir: string): Promise<void> {
+/**
+ * Which leaders' records waited, for a variant in which no leadership moves after the stop (no
+ * rebalancing): each partition is led from the stop on by its first replica other than the stopped
+ * broker. P99 per 10 s from unfencing, per leader, from the load file.
+ */
+export function stallByLeader(
+  dir: string,
+  variantId: number,
+  topics: string[],
+  brokers: number[],
+  stopped: number,
+) {
+  const facts = JSON.parse(readFileSync(join(dir, "results.json"), "utf8")) as {
+    variants: { id: number; unfencedAtMs?: number }[];
+  };
+  const unfencedAtMs = facts.variants.find((v) => v.id === variantId)?.unfencedAtMs;
+  if (unfencedAtMs === undefined) return [];
+  const leaderOf = (where: string) => {
+    const dash = where.lastIndexOf("-");
+    const replicas = evenReplicas(
+      brokers,
+      topics.indexOf(where.slice(0, dash)),
+      Number(where.slice(dash + 1)),
+    );
+    return replicas.find((r) => r !== stopped) as number;
+  };
+  const latencies = new Map<string, number[]>();
+  for (const line of readFileSync(join(dir, `load-${variantId}.csv`), "utf8").split("\n")) {
+    const [at, us, , where] = line.split(",");
+    const sinceS = (Number(at) - unfencedAtMs) / 1000;
+    if (where === undefined || sinceS < -10 || sinceS >= 150) continue;
+    const key = `${Math.floor(sinceS / 10) * 10}|${leaderOf(where)}`;
+    const list = latencies.get(key) ?? [];
+    list.push(Number(us) / 1000);
+    latencies.set(key, list);
+  }
+  const leaders = brokers.filter((b) => b !== stopped);
+  const rows: Record<string, string>[] = [];
+  for (let from = -10; from < 150; from += 10) {
+    const row: Record<string, string> = { seconds_since_unfenced: String(from) };
+    for (const leader of leaders) {
+      const list = (latencies.get(`${from}|${leader}`) ?? []).sort((a, b) => a - b);
+      row[`p99_ms_led_by_${leader}`] = list.length
+        ? (list[Math.floor(0.99 * (list.length - 1))] as number).toFixed(0)
+        : "";
+    }
+    rows.push(row);
+  }
+  return rows;
+}
+
+/** table.md, p99.svg and leadership.svg from a run's results.json and CSVs (and the stall's splits). */
+export async function renderReport(
+  dir: string,
+  layout: { topics: string[]; brokers: number[]; recovering: number },
+): Promise<void> {
   const facts = JSON.parse(readFileSync(join(dir, "results.json"), "utf8")) as RunFacts;
   const names = new Map(facts.variants.map((v) => [String(v.id), `${v.id}. ${v.label}`]));
   writeFileSync(join(dir, "table.md"), markdownTable(facts.rows));
   writeFileSync(join(dir, "p99.svg"), await renderSvg(latencyChart(facts, names, dir)));
   writeFileSync(join(dir, "leadership.svg"), await renderSvg(leadershipChart(facts, names, dir)));
   if (existsSync(join(dir, "isr-changes.csv")))
-    writeFileSync(join(dir, "isr-split.md"), markdownTable(isrSplit(dir, 1)));
+    writeFileSync(join(dir, "isr-split.md"), markdownTable(isrSplit(dir, layout.recovering)));
+  // Variant 3 moves no leadership after the stop, so its partitions' leaders are known throughout.
+  if (existsSync(join(dir, "load-3.csv"))) {
+    const rows = stallByLeader(dir, 3, layout.topics, layout.brokers, layout.recovering);
+    const header = Object.keys(rows[0] ?? {});
+    writeFileSync(
+      join(dir, "stall-by-leader.csv"),
+      csv(
+        header,
+        rows.map((r) => header.map((h) => r[h] as string)),
+      ),
+    );
+  }
 }
 
 /**

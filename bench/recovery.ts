@@ -593,11 +593,12 @@ async function writeReport(results: VariantResult[]): Promise<void> {
       2,
     )}\n`,
   );
-  await renderReport(OUT);
+  await renderReport(OUT, LAYOUT);
   console.log(
     `report: ${OUT}/{results.json,table.md,p99-per-5s.csv,leadership.csv,link.csv,p99.svg,leadership.svg}`,
   );
 }
 
-if (args.render) await renderReport(resolve(args.render));
+const LAYOUT = { topics: TOPICS, brokers: [1, 2, 3], recovering: RECOVERING };
+if (args.render) await renderReport(resolve(args.render), LAYOUT);
 else process.exitCode = await (args.inside ? inside() : outside());

@@ -13,6 +13,10 @@ import type { KafkaCluster } from "./cluster.ts";
  * and a watcher that records every leadership change.
  */
 
+/** The replicas {@link createEvenTopics} gives partition `partition` of its `topicIndex`-th topic. */
+export const evenReplicas = (brokers: number[], topicIndex: number, partition: number) =>
+  [0, 1, 2].map((k) => brokers[(partition + topicIndex + k) % brokers.length] as number);
+
 /** Topics of `partitionsPerTopic` partitions, replication factor 3, preferred leaders in rotation. */
 export async function createEvenTopics(
   cluster: KafkaCluster,
@@ -26,7 +30,7 @@ export async function createEvenTopics(
     for (const [t, topic] of topics.entries()) {
       const assignments = Array.from({ length: partitionsPerTopic }, (_, partition) => ({
         partition,
-        brokers: [0, 1, 2].map((k) => brokers[(partition + t + k) % brokers.length] as number),
+        brokers: evenReplicas(brokers, t, partition),
       }));
       await admin.createTopics({
         topics: [topic],
