@@ -125,10 +125,11 @@ function leadershipChart(facts: RunFacts, names: Map<string, string>, dir: strin
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
     title: {
-      text: "Broker 1's way back: its preferred partitions, and its link",
+      text: "Broker 1's way back: its preferred partitions, its link, and the producer's requests",
       subtitle: [
         "Top: the share of its preferred partitions it is in the ISR of, and leads;",
-        "bottom: its incoming link's use, of the shaped rate, each second",
+        "below: its incoming link's use, of the shaped rate, each second; then, on brokers 2 and 3, the producer's",
+        "request bytes received and not yet read (Kafka reads a connection's next request only once it has answered the last)",
       ],
     },
     vconcat: [
@@ -148,9 +149,35 @@ function leadershipChart(facts: RunFacts, names: Map<string, string>, dir: strin
         },
       }),
       panel("% of its link, incoming", link, {}),
+      ...(existsSync(join(dir, "unread.csv")) ? [unreadPanel(names, dir)] : []),
     ],
     resolve: { scale: { color: "shared" } },
   } as TopLevelSpec;
+}
+
+/** Per variant, the producer's bytes unread on the two leaders, summed, each second. */
+function unreadPanel(names: Map<string, string>, dir: string) {
+  const values = readCsv(join(dir, "unread.csv")).map((r) => ({
+    seconds: Number(r.seconds_since_unfenced),
+    variant: names.get(r.variant as string),
+    kb: (Number(r.unread_bytes_on_broker_2) + Number(r.unread_bytes_on_broker_3)) / 1000,
+  }));
+  return {
+    width: 760,
+    height: 160,
+    layer: [
+      {
+        data: { values },
+        mark: { type: "line", interpolate: "step-after", strokeWidth: 1.5 },
+        encoding: {
+          x: AXIS_SECONDS,
+          y: { field: "kb", type: "quantitative", title: "unread on the leaders (kB)" },
+          color: VARIANT_COLOR,
+        },
+      },
+      UNFENCED_RULE,
+    ],
+  };
 }
 
 /** The rows as a Markdown table with a column per variant, padded as the formatter writes it. */

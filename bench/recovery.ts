@@ -33,6 +33,8 @@ import {
   LinkMonitor,
   type LinkSample,
   shapeHost,
+  UnreadMonitor,
+  type UnreadSample,
 } from "../devkit/recovery-bed/netns.ts";
 import { measureTransfer } from "../devkit/recovery-bed/transfer.ts";
 import { KafkaAdminClient } from "../functions/kafka/admin.ts";
@@ -202,6 +204,8 @@ interface VariantResult {
   isrChanges: IsrChange[];
   /** Broker 1's link throughput, each way, sampled every second. */
   link: LinkSample[];
+  /** Bytes from the load's host unread on brokers 2 and 3, sampled every second. */
+  unread: UnreadSample[];
   movesOnto: number;
   movesWhileBehind: number;
   /** Moves onto broker 1 while its incoming link was saturated by its catch-up. */
@@ -344,6 +348,7 @@ async function runVariant(
   await kafka.close();
   const watcher = new LeadershipWatcher(cluster, TOPICS, PARTITIONS > 5000 ? 1000 : 500);
   const link = new LinkMonitor("b1");
+  const unread = new UnreadMonitor(["b2", "b3"], addressOf(HOSTS[4] as BedHost));
   const agent = variant.agent
     ? startAgent(cluster, { kind: "agent-embedded" }, { config: variant.agent })
     : undefined;
@@ -394,6 +399,7 @@ async function runVariant(
     const runs = (await agent?.stop()) ?? [];
     await watcher.stop();
     link.stop();
+    unread.stop();
     const report = await reportLoad(
       target.classpath,
       loadFile,
@@ -422,6 +428,7 @@ async function runVariant(
       samples: watcher.samples.filter((s) => s.atMs >= steadyFromMs),
       isrChanges: watcher.isrChanges.filter((c) => c.atMs >= steadyFromMs),
       link: link.samples.filter((s) => s.atMs >= steadyFromMs),
+      unread: unread.samples.filter((s) => s.atMs >= steadyFromMs),
       movesOnto: onto.length,
       movesWhileLinkBusy: onto.filter((m) => busyAt(m.atMs)).length,
       linkFreeAtMs: lastBusy?.atMs,
@@ -435,6 +442,7 @@ async function runVariant(
     await agent?.stop();
     await watcher.stop().catch(() => {});
     link.stop();
+    unread.stop();
   }
 }
 
@@ -554,6 +562,20 @@ async function writeReport(results: VariantResult[]): Promise<void> {
           (l.atMs - r.unfencedAtMs) / 1000,
           l.inMbit.toFixed(2),
           l.outMbit.toFixed(2),
+        ]),
+      ),
+    ),
+  );
+  writeFileSync(
+    join(OUT, "unread.csv"),
+    csv(
+      ["variant", "seconds_since_unfenced", "unread_bytes_on_broker_2", "unread_bytes_on_broker_3"],
+      results.flatMap((r) =>
+        r.unread.map((u) => [
+          r.variant.id,
+          (u.atMs - r.unfencedAtMs) / 1000,
+          u.bytes.b2 ?? "",
+          u.bytes.b3 ?? "",
         ]),
       ),
     ),

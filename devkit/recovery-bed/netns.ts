@@ -184,3 +184,50 @@ export class LinkMonitor {
     clearInterval(this.timer);
   }
 }
+
+/**
+ * Bytes that have reached a host's sockets from `peer` and that its process has not read yet (the sum
+ * of Recv-Q). Kafka handles one request per connection at a time, so a produce request waiting for its
+ * acks leaves the client's next requests unread on the broker's socket: this shows it.
+ */
+export async function unreadBytesFrom(host: string, peer: string): Promise<number> {
+  const { stdout } = await execFileAsync("ip", [
+    "netns",
+    "exec",
+    namespaceOf(host),
+    "ss",
+    "-tnH",
+    "state",
+    "established",
+    "dst",
+    peer,
+  ]);
+  return stdout
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .reduce((sum, line) => sum + Number(line.trim().split(/\s+/)[0]), 0);
+}
+
+export interface UnreadSample {
+  atMs: number;
+  /** Per host: unread bytes from the peer. */
+  bytes: Record<string, number>;
+}
+
+/** Samples {@link unreadBytesFrom} for some hosts every `intervalMs`. */
+export class UnreadMonitor {
+  readonly samples: UnreadSample[] = [];
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(hosts: string[], peer: string, intervalMs = 1000) {
+    this.timer = setInterval(async () => {
+      const atMs = Date.now();
+      const counts = await Promise.all(hosts.map((h) => unreadBytesFrom(h, peer).catch(() => Number.NaN)));
+      this.samples.push({ atMs, bytes: Object.fromEntries(hosts.map((h, i) => [h, counts[i] as number])) });
+    }, intervalMs);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
