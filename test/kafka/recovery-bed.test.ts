@@ -92,6 +92,7 @@ describe.skipIf(unavailable)(`the recovery testbed${unavailable ? ` (skipped: ${
       "leadership.csv",
       "link.csv",
       "isr-changes.csv",
+      "unread.csv",
       "p99.svg",
       "leadership.svg",
     ])
