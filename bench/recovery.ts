@@ -215,6 +215,8 @@ interface VariantResult {
   largestBurst1s: number;
   preferred: number;
   agentErrors: number;
+  /** The agent's runs that held broker 1 back, by reason. */
+  heldBack: Record<string, number>;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -397,6 +399,8 @@ async function runVariant(
     const endAtMs = Date.now();
     await load.stop();
     const runs = (await agent?.stop()) ?? [];
+    if (agent)
+      writeFileSync(join(OUT, `agent-${variant.id}.ndjson`), runs.map((r) => JSON.stringify(r)).join("\n"));
     await watcher.stop();
     link.stop();
     unread.stop();
@@ -436,6 +440,7 @@ async function runVariant(
       largestBurst1s: largestBurst(onto, 1000, RECOVERING),
       preferred,
       agentErrors: runs.filter((r) => r.error).length,
+      heldBack: countBy(runs.flatMap((r) => r.heldBack.map((b) => b.reason))),
     };
   } finally {
     await load.stop().catch(() => {});
@@ -444,6 +449,12 @@ async function runVariant(
     link.stop();
     unread.stop();
   }
+}
+
+function countBy(values: string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const value of values) counts[value] = (counts[value] ?? 0) + 1;
+  return counts;
 }
 
 /** Every partition led by its preferred replica again, so each variant starts from the same place. */
@@ -608,6 +619,7 @@ async function writeReport(results: VariantResult[]): Promise<void> {
           linkSaturatedMs: r.linkFreeAtMs ? r.linkFreeAtMs - r.unfencedAtMs : null,
           largestBurst1s: r.largestBurst1s,
           agentErrors: r.agentErrors,
+          agentRunsHeldBack: r.heldBack,
           bulk: r.bulk,
         })),
       },
