@@ -122,14 +122,19 @@ function leadershipChart(facts: RunFacts, names: Map<string, string>, dir: strin
       UNFENCED_RULE,
     ],
   });
+  const withUnread = existsSync(join(dir, "unread.csv"));
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
     title: {
-      text: "Broker 1's way back: its preferred partitions, its link, and the producer's requests",
+      text: `Broker 1's way back: its preferred partitions, its link${withUnread ? ", and the producer's requests" : ""}`,
       subtitle: [
-        "Top: the share of its preferred partitions it is in the ISR of, and leads;",
-        "below: its incoming link's use, of the shaped rate, each second; then, on brokers 2 and 3, the producer's",
-        "request bytes received and not yet read (Kafka reads a connection's next request only once it has answered the last)",
+        "Top: the share of its preferred partitions it is in the ISR of, and leads; below: its incoming link's use, each second",
+        ...(withUnread
+          ? [
+              "Bottom: the producer's request bytes received by brokers 2 and 3 and not yet read (Kafka reads a connection's",
+              "next request only once it has answered the last)",
+            ]
+          : []),
       ],
     },
     vconcat: [
@@ -149,7 +154,7 @@ function leadershipChart(facts: RunFacts, names: Map<string, string>, dir: strin
         },
       }),
       panel("% of its link, incoming", link, {}),
-      ...(existsSync(join(dir, "unread.csv")) ? [unreadPanel(names, dir)] : []),
+      ...(withUnread ? [unreadPanel(names, dir)] : []),
     ],
     resolve: { scale: { color: "shared" } },
   } as TopLevelSpec;

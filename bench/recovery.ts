@@ -81,7 +81,7 @@ const { values: args } = parseArgs({
  */
 const PRESETS = {
   full: { partitions: 3000, produceMb: 450, downS: 40, warmupMs: 20_000, steadyMs: 60_000, tailMs: 30_000 },
-  quick: { partitions: 300, produceMb: 100, downS: 40, warmupMs: 15_000, steadyMs: 20_000, tailMs: 10_000 },
+  quick: { partitions: 300, produceMb: 100, downS: 35, warmupMs: 10_000, steadyMs: 20_000, tailMs: 10_000 },
   mini: { partitions: 60, produceMb: 20, downS: 10, warmupMs: 5_000, steadyMs: 8_000, tailMs: 5_000 },
 };
 const SIZE = args.mini ? "mini" : args.quick ? "quick" : "full";
