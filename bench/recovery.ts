@@ -530,66 +530,51 @@ async function writeReport(results: VariantResult[]): Promise<void> {
       ),
     ),
   );
-  writeFileSync(
-    join(OUT, "leadership.csv"),
-    csv(
-      ["variant", "seconds_since_unfenced", "leads", "out_of_sync", "preferred", "in_isr_of", "replica_of"],
-      results.flatMap((r) =>
-        r.samples.map((s) => [
-          r.variant.id,
-          (s.atMs - r.unfencedAtMs) / 1000,
-          s.leads[RECOVERING] ?? 0,
-          s.outOfSync[RECOVERING] ?? 0,
-          r.preferred,
-          s.inIsrOf[RECOVERING] ?? 0,
-          s.replicaOf[RECOVERING] ?? 0,
-        ]),
+  /** One CSV of a time series per variant: the variant, seconds since its unfencing, the series' own columns. */
+  const writeSeries = <T extends { atMs: number }>(
+    file: string,
+    columns: string[],
+    seriesOf: (r: VariantResult) => T[],
+    cellsOf: (x: T) => (string | number)[],
+  ) =>
+    writeFileSync(
+      join(OUT, file),
+      csv(
+        ["variant", "seconds_since_unfenced", ...columns],
+        results.flatMap((r) =>
+          seriesOf(r).map((x) => [r.variant.id, (x.atMs - r.unfencedAtMs) / 1000, ...cellsOf(x)]),
+        ),
       ),
-    ),
+    );
+  writeSeries(
+    "leadership.csv",
+    ["leads", "out_of_sync", "preferred", "in_isr_of", "replica_of"],
+    (r) => r.samples.map((s) => ({ ...s, preferred: r.preferred })),
+    (s) => [
+      s.leads[RECOVERING] ?? 0,
+      s.outOfSync[RECOVERING] ?? 0,
+      s.preferred,
+      s.inIsrOf[RECOVERING] ?? 0,
+      s.replicaOf[RECOVERING] ?? 0,
+    ],
   );
-  writeFileSync(
-    join(OUT, "isr-changes.csv"),
-    csv(
-      ["variant", "seconds_since_unfenced", "topic", "partition", "broker", "joined"],
-      results.flatMap((r) =>
-        r.isrChanges.map((c) => [
-          r.variant.id,
-          (c.atMs - r.unfencedAtMs) / 1000,
-          c.topic,
-          c.partition,
-          c.broker,
-          c.joined ? 1 : 0,
-        ]),
-      ),
-    ),
+  writeSeries(
+    "isr-changes.csv",
+    ["topic", "partition", "broker", "joined"],
+    (r) => r.isrChanges,
+    (c) => [c.topic, c.partition, c.broker, c.joined ? 1 : 0],
   );
-  writeFileSync(
-    join(OUT, "link.csv"),
-    csv(
-      ["variant", "seconds_since_unfenced", "in_mbit", "out_mbit"],
-      results.flatMap((r) =>
-        r.link.map((l) => [
-          r.variant.id,
-          (l.atMs - r.unfencedAtMs) / 1000,
-          l.inMbit.toFixed(2),
-          l.outMbit.toFixed(2),
-        ]),
-      ),
-    ),
+  writeSeries(
+    "link.csv",
+    ["in_mbit", "out_mbit"],
+    (r) => r.link,
+    (l) => [l.inMbit.toFixed(2), l.outMbit.toFixed(2)],
   );
-  writeFileSync(
-    join(OUT, "unread.csv"),
-    csv(
-      ["variant", "seconds_since_unfenced", "unread_bytes_on_broker_2", "unread_bytes_on_broker_3"],
-      results.flatMap((r) =>
-        r.unread.map((u) => [
-          r.variant.id,
-          (u.atMs - r.unfencedAtMs) / 1000,
-          u.bytes.b2 ?? "",
-          u.bytes.b3 ?? "",
-        ]),
-      ),
-    ),
+  writeSeries(
+    "unread.csv",
+    ["unread_bytes_on_broker_2", "unread_bytes_on_broker_3"],
+    (r) => r.unread,
+    (u) => [u.bytes.b2 ?? "", u.bytes.b3 ?? ""],
   );
   writeFileSync(
     join(OUT, "results.json"),
