@@ -17,7 +17,19 @@ export interface RunFacts {
   produceMb: number;
   load: { recordsPerSecond: number; recordBytes: number };
   rows: Record<string, string | number>[];
-  variants: { id: number; label: string }[];
+  variants: { id: number; label: string; unfencedAtMs?: number; recoveryMs: number | null }[];
+}
+
+/** The P99 of some latencies (sorts them), as whole ms; "" when there are none. */
+const p99Text = (list: number[]) =>
+  list.length ? (list.sort((a, b) => a - b)[Math.floor(0.99 * (list.length - 1))] as number).toFixed(0) : "";
+
+/** Each record of a variant's load file: intended time (ms), latency (ms) and its topic-partition. */
+function* loadRecords(dir: string, variantId: number) {
+  for (const line of readFileSync(join(dir, `load-${variantId}.csv`), "utf8").split("\n")) {
+    const [at, us, , where] = line.split(",");
+    if (where !== undefined) yield { atMs: Number(at), latencyMs: Number(us) / 1000, where };
+  }
 }
 
 export const csv = (header: string[], lines: (string | number)[][]) =>
@@ -206,14 +218,12 @@ export function markdownTable(rows: Record<string, string | number>[]): string {
  */
 export function stallByLeader(
   dir: string,
+  facts: RunFacts,
   variantId: number,
   topics: string[],
   brokers: number[],
   stopped: number,
 ) {
-  const facts = JSON.parse(readFileSync(join(dir, "results.json"), "utf8")) as {
-    variants: { id: number; unfencedAtMs?: number }[];
-  };
   const unfencedAtMs = facts.variants.find((v) => v.id === variantId)?.unfencedAtMs;
   if (unfencedAtMs === undefined) return [];
   const leaderOf = (where: string) => {
@@ -226,25 +236,20 @@ export function stallByLeader(
     return replicas.find((r) => r !== stopped) as number;
   };
   const latencies = new Map<string, number[]>();
-  for (const line of readFileSync(join(dir, `load-${variantId}.csv`), "utf8").split("\n")) {
-    const [at, us, , where] = line.split(",");
-    const sinceS = (Number(at) - unfencedAtMs) / 1000;
-    if (where === undefined || sinceS < -10 || sinceS >= 150) continue;
+  for (const { atMs, latencyMs, where } of loadRecords(dir, variantId)) {
+    const sinceS = (atMs - unfencedAtMs) / 1000;
+    if (sinceS < -10 || sinceS >= 150) continue;
     const key = `${Math.floor(sinceS / 10) * 10}|${leaderOf(where)}`;
     const list = latencies.get(key) ?? [];
-    list.push(Number(us) / 1000);
+    list.push(latencyMs);
     latencies.set(key, list);
   }
   const leaders = brokers.filter((b) => b !== stopped);
   const rows: Record<string, string>[] = [];
   for (let from = -10; from < 150; from += 10) {
     const row: Record<string, string> = { seconds_since_unfenced: String(from) };
-    for (const leader of leaders) {
-      const list = (latencies.get(`${from}|${leader}`) ?? []).sort((a, b) => a - b);
-      row[`p99_ms_led_by_${leader}`] = list.length
-        ? (list[Math.floor(0.99 * (list.length - 1))] as number).toFixed(0)
-        : "";
-    }
+    for (const leader of leaders)
+      row[`p99_ms_led_by_${leader}`] = p99Text(latencies.get(`${from}|${leader}`) ?? []);
     rows.push(row);
   }
   return rows;
@@ -261,10 +266,10 @@ export async function renderReport(
   writeFileSync(join(dir, "p99.svg"), await renderSvg(latencyChart(facts, names, dir)));
   writeFileSync(join(dir, "leadership.svg"), await renderSvg(leadershipChart(facts, names, dir)));
   if (existsSync(join(dir, "isr-changes.csv")))
-    writeFileSync(join(dir, "isr-split.md"), markdownTable(isrSplit(dir, layout.recovering)));
+    writeFileSync(join(dir, "isr-split.md"), markdownTable(isrSplit(dir, facts, layout.recovering)));
   // Variant 3 moves no leadership after the stop, so its partitions' leaders are known throughout.
   if (existsSync(join(dir, "load-3.csv"))) {
-    const rows = stallByLeader(dir, 3, layout.topics, layout.brokers, layout.recovering);
+    const rows = stallByLeader(dir, facts, 3, layout.topics, layout.brokers, layout.recovering);
     const header = Object.keys(rows[0] ?? {});
     writeFileSync(
       join(dir, "stall-by-leader.csv"),
@@ -282,10 +287,7 @@ export async function renderReport(
  * A record whose partition has the broker in its ISR waits for it to fetch; one whose partition has
  * not, does not — unless it shares a produce request with one that does.
  */
-export function isrSplit(dir: string, broker: number): Record<string, string>[] {
-  const facts = JSON.parse(readFileSync(join(dir, "results.json"), "utf8")) as RunFacts & {
-    variants: { id: number; unfencedAtMs?: number; recoveryMs: number | null }[];
-  };
+export function isrSplit(dir: string, facts: RunFacts, broker: number): Record<string, string>[] {
   const changes = readCsv(join(dir, "isr-changes.csv")).filter((c) => Number(c.broker) === broker);
   const rows: Record<string, string>[] = [];
   for (const variant of facts.variants) {
@@ -303,23 +305,15 @@ export function isrSplit(dir: string, broker: number): Record<string, string>[] 
       (byPartition.get(key) ?? []).reduce((inIsr, c) => (c.atMs <= atMs ? c.joined : inIsr), true);
     const endMs = unfencedAtMs + (variant.recoveryMs ?? 0);
     const split = { in: [] as number[], out: [] as number[] };
-    const text = readFileSync(join(dir, `load-${variant.id}.csv`), "utf8");
-    for (const line of text.split("\n")) {
-      const [at, us, , where] = line.split(",");
-      const atMs = Number(at);
-      if (where === undefined || atMs < unfencedAtMs || atMs >= endMs) continue;
-      split[inIsrAt(where, atMs) ? "in" : "out"].push(Number(us) / 1000);
+    for (const { atMs, latencyMs, where } of loadRecords(dir, variant.id)) {
+      if (atMs >= unfencedAtMs && atMs < endMs) split[inIsrAt(where, atMs) ? "in" : "out"].push(latencyMs);
     }
-    const p99 = (list: number[]) =>
-      list.length
-        ? (list.sort((a, b) => a - b)[Math.floor(0.99 * (list.length - 1))] as number).toFixed(0)
-        : "–";
     rows.push({
       variant: String(variant.id),
       "records, broker in their ISR": String(split.in.length),
-      "their P99 ms": p99(split.in),
+      "P99 ms, broker in their ISR": p99Text(split.in) || "–",
       "records, broker not in their ISR": String(split.out.length),
-      "their P99 ms ": p99(split.out),
+      "P99 ms, broker not in their ISR": p99Text(split.out) || "–",
     });
   }
   return rows;
