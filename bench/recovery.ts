@@ -548,15 +548,9 @@ async function writeReport(results: VariantResult[]): Promise<void> {
     );
   writeSeries(
     "leadership.csv",
-    ["leads", "out_of_sync", "preferred", "in_isr_of", "replica_of"],
+    ["leads", "out_of_sync", "preferred"],
     (r) => r.samples.map((s) => ({ ...s, preferred: r.preferred })),
-    (s) => [
-      s.leads[RECOVERING] ?? 0,
-      s.outOfSync[RECOVERING] ?? 0,
-      s.preferred,
-      s.inIsrOf[RECOVERING] ?? 0,
-      s.replicaOf[RECOVERING] ?? 0,
-    ],
+    (s) => [s.leads[RECOVERING] ?? 0, s.outOfSync[RECOVERING] ?? 0, s.preferred],
   );
   writeSeries(
     "isr-changes.csv",

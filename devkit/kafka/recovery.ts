@@ -174,9 +174,6 @@ export interface Sample {
   /** Per broker: preferred partitions it leads, and preferred partitions it is out of the ISR of. */
   leads: Record<number, number>;
   outOfSync: Record<number, number>;
-  /** Per broker: partitions it is a replica of in any position, and how many of those it is in the ISR of. */
-  replicaOf: Record<number, number>;
-  inIsrOf: Record<number, number>;
 }
 
 /** A broker joining or leaving a partition's ISR, as a poll saw it. */
@@ -228,19 +225,13 @@ export class LeadershipWatcher {
     const leads: Record<number, number> = {};
     const outOfSync: Record<number, number> = {};
     const preferred: Record<number, number> = {};
-    const replicaOf: Record<number, number> = {};
-    const inIsrOf: Record<number, number> = {};
     for (const p of partitions) {
       const b = p.replicas[0] as number;
       preferred[b] = (preferred[b] ?? 0) + 1;
       if (p.leader === b) leads[b] = (leads[b] ?? 0) + 1;
       if (!p.isr.includes(b)) outOfSync[b] = (outOfSync[b] ?? 0) + 1;
-      for (const r of p.replicas) {
-        replicaOf[r] = (replicaOf[r] ?? 0) + 1;
-        if (p.isr.includes(r)) inIsrOf[r] = (inIsrOf[r] ?? 0) + 1;
-      }
     }
-    this.samples.push({ atMs, leads, outOfSync, replicaOf, inIsrOf });
+    this.samples.push({ atMs, leads, outOfSync });
     for (const p of partitions) {
       const key = `${p.topic}-${p.partition}`;
       const isrBefore = this.lastIsr.get(key);
