@@ -168,7 +168,7 @@ export class KafkaCluster {
       });
     }
     const cluster = new KafkaCluster(dir, classpath, controller, brokerNodes, options);
-    const clusterId = randomBytes(16).toString("base64url");
+    const clusterId = newClusterId();
     const scram = options.saslUser
       ? [
           "--add-scram",
@@ -349,5 +349,16 @@ export class KafkaCluster {
       await delay(500);
     }
     throw new Error(`brokers ${ids.join(",")} not ready in ${timeoutMs} ms (last: ${last})`);
+  }
+}
+
+/**
+ * A random cluster id as Kafka's `Uuid.randomUuid()` makes them: 16 bytes in base64url, never
+ * starting with "-" (kafka-storage's argument parser would read such an id as an option).
+ */
+export function newClusterId(): string {
+  for (;;) {
+    const id = randomBytes(16).toString("base64url");
+    if (!id.startsWith("-")) return id;
   }
 }

@@ -80,7 +80,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await kafka?.close();
   await cluster?.close();
-  rmSync(scratch, { recursive: true, force: true });
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
 describe("the agent's snapshot", () => {
