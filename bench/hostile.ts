@@ -1,0 +1,214 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+
+/**
+ * A hostile client: 10,000 bad requests of the kinds below in a seeded random mix, 16 at a time,
+ * against a `pacer serve` process at its defaults (8 MiB limit, worker pool). Every one must be
+ * refused (4xx, or the connection closed on a body still being sent); each is timed from the first
+ * byte sent to the answer. Target: p99 < 100 ms over the mix, and each kind alone within 100 ms.
+ */
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 10_000);
+const CONCURRENCY = 16;
+const LIMIT = 8 * 1024 * 1024;
+
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+
+/** A small deterministic generator, so every run sends the same mix. */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state * 1664525 + 1013904223) >>> 0;
+    return state / 2 ** 32;
+  };
+}
+
+async function serve(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, ["bin/pacer.js", "serve"], {
+    env: {
+      ...process.env,
+      PORT: "0",
+      PACER_TICK_SECONDS: "0",
+      PACER_DATA_DIR: mkdtempSync(join(tmpdir(), "pacer-hostile-")),
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const url = await new Promise<string>((resolve) => {
+    let out = "";
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+      const match = /listening on (http:\/\/\S+)/.exec(out);
+      if (match) resolve(match[1] as string);
+    });
+  });
+  return {
+    url,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+const JSON_TYPE = { "content-type": "application/json" };
+const GZIP = { ...JSON_TYPE, "content-encoding": "gzip" };
+const PARTITION = '{"topic":"t","partition":0,"replicas":[1],"isr":[1],"leader":1},';
+const many = (n: number, item: (i: number) => unknown) => Array.from({ length: n }, (_, i) => item(i));
+const random = Buffer.alloc(LIMIT + 256 * 1024);
+for (let i = 0; i < random.length; i += 4) random.writeUInt32LE((Math.random() * 2 ** 32) >>> 0, i);
+
+interface Hostile {
+  headers: Record<string, string>;
+  body: Buffer;
+  /** Sent chunked without a Content-Length, so the server must count what arrives. */
+  streamed?: boolean;
+}
+
+const snapshotWith = (partitions: unknown[]) =>
+  Buffer.from(JSON.stringify({ snapshot: { brokers: [], partitions } }));
+const KINDS: Record<string, Hostile> = {
+  "gzip bomb: 8 MiB of valid JSON": {
+    headers: GZIP,
+    body: gzipSync(
+      `{"snapshot":{"brokers":[],"partitions":[${PARTITION.repeat(Math.ceil(LIMIT / PARTITION.length)).slice(0, -1)}]}}`,
+      { level: 9 },
+    ),
+  },
+  "gzip bomb: 64 MiB of zeros": { headers: GZIP, body: gzipSync(Buffer.alloc(64 << 20), { level: 9 }) },
+  "gzip just over the limit, chunked": {
+    headers: GZIP,
+    body: gzipSync(random, { level: 0 }),
+    streamed: true,
+  },
+  "plain just over the limit, chunked": {
+    headers: JSON_TYPE,
+    body: random.subarray(0, LIMIT + 1),
+    streamed: true,
+  },
+  "plain over the limit, with its length": { headers: JSON_TYPE, body: random.subarray(0, LIMIT + 1) },
+  "broken gzip": { headers: GZIP, body: Buffer.from("not gzip at all") },
+  "not JSON": { headers: JSON_TYPE, body: Buffer.from('{"snapshot": nope') },
+  "text/plain": { headers: { "content-type": "text/plain" }, body: Buffer.from("{}") },
+  brotli: { headers: { ...JSON_TYPE, "content-encoding": "br" }, body: Buffer.from("{}") },
+  "a JSON array": { headers: JSON_TYPE, body: Buffer.from("[1,2,3]") },
+  "20,000 negative replica ids": {
+    headers: JSON_TYPE,
+    body: snapshotWith(
+      many(20_000, (i) => ({ topic: "t", partition: i, replicas: [-1], isr: [-1], leader: -1 })),
+    ),
+  },
+  "20,000 duplicate partitions": {
+    headers: JSON_TYPE,
+    body: snapshotWith(
+      many(20_000, () => ({ topic: "t", partition: 0, replicas: [1], isr: [1], leader: 1 })),
+    ),
+  },
+  "20,000 null partitions": { headers: JSON_TYPE, body: snapshotWith(many(20_000, () => null)) },
+};
+
+async function send(url: string, hostile: Hostile): Promise<{ ms: number; outcome: string }> {
+  const body = hostile.streamed
+    ? new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (let at = 0; at < hostile.body.length; at += 64 * 1024)
+            controller.enqueue(hostile.body.subarray(at, at + 64 * 1024));
+          controller.close();
+        },
+      })
+    : hostile.body;
+  const started = performance.now();
+  try {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: hostile.headers,
+      body,
+      duplex: "half",
+    } as RequestInit);
+    await response.arrayBuffer();
+    return { ms: performance.now() - started, outcome: String(response.status) };
+  } catch (error) {
+    const code = (error as { cause?: { code?: string } }).cause?.code ?? "error";
+    return { ms: performance.now() - started, outcome: code };
+  }
+}
+
+const server = await serve();
+const routes = [`${server.url}/v1/evaluate`, `${server.url}/v1/clusters/hostile/evaluate`];
+const names = Object.keys(KINDS);
+
+// Each kind alone first, a few times: its own cost, with nothing queued beside it.
+const alone: Record<string, number[]> = {};
+for (const name of names) {
+  const times: number[] = [];
+  for (let i = 0; i < 5; i++) times.push((await send(routes[i % 2] as string, KINDS[name] as Hostile)).ms);
+  alone[name] = times;
+}
+
+const next = seeded(20261206);
+const plan = Array.from({ length: REQUESTS }, () => ({
+  name: names[Math.floor(next() * names.length)] as string,
+  route: routes[Math.floor(next() * routes.length)] as string,
+}));
+interface Tally {
+  ms: number[];
+  outcomes: Map<string, number>;
+}
+const byKind = new Map<string, Tally>();
+const all: number[] = [];
+let cursor = 0;
+const started = performance.now();
+await Promise.all(
+  Array.from({ length: CONCURRENCY }, async () => {
+    while (cursor < plan.length) {
+      const { name, route } = plan[cursor++] as (typeof plan)[number];
+      const result = await send(route, KINDS[name] as Hostile);
+      const kind: Tally = byKind.get(name) ?? { ms: [], outcomes: new Map() };
+      byKind.set(name, kind);
+      kind.ms.push(result.ms);
+      kind.outcomes.set(result.outcome, (kind.outcomes.get(result.outcome) ?? 0) + 1);
+      all.push(result.ms);
+    }
+  }),
+);
+const seconds = (performance.now() - started) / 1000;
+const health = await fetch(`${server.url}/healthz`).then((r) => r.status);
+await server.stop();
+
+const rows = names.map((name) => {
+  const kind: Tally = byKind.get(name) ?? { ms: [], outcomes: new Map() };
+  const sorted = [...kind.ms].sort((a, b) => a - b);
+  const aloneSorted = [...(alone[name] ?? [])].sort((a, b) => a - b);
+  return {
+    kind: name,
+    bytes: (KINDS[name] as Hostile).body.length,
+    "alone median ms": percentile(aloneSorted, 50).toFixed(1),
+    "in mix": sorted.length,
+    "p50 ms": percentile(sorted, 50).toFixed(1),
+    "p99 ms": percentile(sorted, 99).toFixed(1),
+    "max ms": (sorted.at(-1) ?? Number.NaN).toFixed(1),
+    answers: [...kind.outcomes].map(([outcome, n]) => `${outcome}×${n}`).join(" "),
+  };
+});
+console.log(
+  `\n${REQUESTS.toLocaleString()} bad requests, ${CONCURRENCY} at a time, in ${seconds.toFixed(1)} s:`,
+);
+console.table(rows);
+const sortedAll = all.sort((a, b) => a - b);
+const p99 = percentile(sortedAll, 99);
+const accepted = [...byKind.values()].reduce(
+  (n, kind) => n + [...kind.outcomes].filter(([o]) => /^[235]/.test(o)).reduce((m, [, c]) => m + c, 0),
+  0,
+);
+const slowestAlone = Math.max(...rows.map((row) => Number(row["alone median ms"])));
+console.log(
+  `mix p50 ${percentile(sortedAll, 50).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms (target < 100): ${p99 < 100 ? "met" : "MISSED"}; max ${(sortedAll.at(-1) ?? 0).toFixed(1)} ms`,
+);
+console.log(
+  `slowest kind alone (median of 5) ${slowestAlone.toFixed(1)} ms (target < 100): ${slowestAlone < 100 ? "met" : "MISSED"}`,
+);
+console.log(`accepted or 5xx: ${accepted} (must be 0); /healthz after the mix: ${health}`);
+if (accepted > 0 || health !== 200) process.exitCode = 1;
