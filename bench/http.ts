@@ -4,7 +4,7 @@ import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { countingStore } from "../devkit/counting-store.ts";
-import { createApp } from "../functions/api/app.ts";
+import { createApi } from "../functions/api/app.ts";
 import { dynamoClient, ensureTable } from "../functions/store/client.ts";
 import { startEmbeddedStore } from "../functions/store/embedded.ts";
 import { recoveringCluster } from "./cluster.ts";
@@ -88,7 +88,7 @@ const setup = dynamoClient({ endpoint: embedded.endpoint });
 await ensureTable(setup, "bench");
 setup.destroy();
 const counting = countingStore(embedded.endpoint, "bench");
-const app = createApp({ store: counting.store, maxBodyBytes: 64 << 20 });
+const app = createApi({ store: counting.store, maxBodyBytes: 64 << 20 });
 for (const [label, headers] of [
   ["without Idempotency-Key", {}],
   ["with Idempotency-Key", { "idempotency-key": "bench-1" }],

@@ -11,7 +11,7 @@ import {
 } from "../devkit/kafka/recovery.ts";
 import { PacerClient } from "../functions/agent/pacer-client.ts";
 import { snapshotOf } from "../functions/agent/snapshot.ts";
-import { createApp } from "../functions/api/app.ts";
+import { createApi } from "../functions/api/app.ts";
 import { renderSvg } from "../functions/handlers/simulate-cli.ts";
 import { KafkaAdminClient } from "../functions/kafka/admin.ts";
 import { dynamoClient, ensureTable } from "../functions/store/client.ts";
@@ -211,7 +211,7 @@ async function costPerRun(partitions: number, rounds = 9) {
       if (seen < partitions) await new Promise((r) => setTimeout(r, 1000));
     }
     await ensureTable(client, "leadership-pacer");
-    const app = createApp({ store: new DynamoStore(client, "leadership-pacer") });
+    const app = createApi({ store: new DynamoStore(client, "leadership-pacer") });
     const pacer = new PacerClient("http://embedded", "bench", async (r) => app.fetch(r));
     const config = { "leader.imbalance.election.algorithm": "wait-for-sync" } as const;
     // Let the new cluster settle (its JVMs compile and load thousands of logs) before measuring.

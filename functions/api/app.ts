@@ -10,7 +10,6 @@ import {
 import { invalidInput, type ProblemDetails, problem, validateWith } from "../../schemas/problems.ts";
 import { CLUSTER_ID, validateManagedRequest } from "../../schemas/request.ts";
 import { validateSnapshot } from "../../schemas/snapshot.ts";
-import { addConsole } from "../console/routes.ts";
 import { SnapshotTooLargeError } from "../store/dynamo-store.ts";
 import { type PacerStore, StoreRejectedError, StoreUnavailableError } from "../store/store.ts";
 import { mayAccess, type TokenAuth } from "./auth.ts";
@@ -85,8 +84,8 @@ function inWorker(offload: Offload, bytes: Buffer): RunnableRequest {
   };
 }
 
-/** The one app behind every entry point: the local server, the Lambda handler, the tests. */
-export function createApp(options: AppOptions): Hono<Env> {
+/** The HTTP API: /v1, /healthz, /openapi.json, /metrics, with errors and unknown routes as problems. */
+export function createApi(options: AppOptions): Hono<Env> {
   const { store, auth, offload } = options;
   const clock = options.clock ?? Date.now;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
@@ -151,7 +150,6 @@ export function createApp(options: AppOptions): Hono<Env> {
     return c.json({ status: "ok" });
   });
   app.get("/openapi.json", (c) => c.json(openApiDocument()));
-  addConsole(app, { store, clock, auth });
   const { metricsText } = options;
   if (metricsText) {
     app.get("/metrics", async (c) =>

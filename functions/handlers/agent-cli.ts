@@ -7,7 +7,7 @@ import { type ClusterAccess, type RunReport, runAgent } from "../agent/agent.ts"
 import { ClientPropertiesError, clientOptionsOf, parseProperties } from "../agent/client-properties.ts";
 import { bearerFetch, type Fetch, PacerClient, sigV4Fetch } from "../agent/pacer-client.ts";
 import { runScheduledAgent } from "../agent/scheduled.ts";
-import { createApp, DECISION_TTL_MS, IDEMPOTENCY_TTL_MS } from "../api/app.ts";
+import { createApi, DECISION_TTL_MS, IDEMPOTENCY_TTL_MS } from "../api/app.ts";
 import { formatRun } from "../format/agent-run.ts";
 import { KafkaAdminClient, parseHostPort } from "../kafka/admin.ts";
 import { dynamoClient, ensureTable } from "../store/client.ts";
@@ -235,7 +235,7 @@ async function connectToPacer(
       await embedded.close();
     });
     await ensureTable(client, "leadership-pacer");
-    const app = createApp({
+    const app = createApi({
       store: new DynamoStore(client, "leadership-pacer"),
       decisionTtlMs: DECISION_TTL_MS,
       idempotencyTtlMs: IDEMPOTENCY_TTL_MS,

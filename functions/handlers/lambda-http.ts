@@ -1,5 +1,5 @@
 import { handle } from "hono/aws-lambda";
-import { createApp } from "../api/app.ts";
+import { createApp } from "../app.ts";
 import { type LambdaEnvironment, lambdaDependencies } from "./lambda.ts";
 
 /** The HTTP API on Lambda (Function URL or API Gateway HTTP API): the same app as the local server. */

@@ -1,10 +1,11 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { createApp, DECISION_TTL_MS, DEFAULT_MAX_BODY_BYTES } from "../api/app.ts";
+import { DECISION_TTL_MS, DEFAULT_MAX_BODY_BYTES } from "../api/app.ts";
 import { TokenAuth } from "../api/auth.ts";
 import type { RunObserver } from "../api/managed-run.ts";
 import { Offload } from "../api/offload.ts";
 import type { DecisionPublisher } from "../api/tick-job.ts";
+import { createApp } from "../app.ts";
 import { LocalTicker } from "../queue/local-ticker.ts";
 import { dynamoClient, ensureTable } from "../store/client.ts";
 import { DynamoStore } from "../store/dynamo-store.ts";

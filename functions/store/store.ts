@@ -3,6 +3,30 @@ import type { PacerState } from "../../schemas/state.ts";
 
 /** What the service keeps per cluster, and the operations it needs of a store. */
 
+export const RECOVERY_PHASES = [
+  "offline",
+  "fenced",
+  "shutting down",
+  "gated",
+  "waiting for a clear run",
+  "ramping",
+  "rebalancing off",
+  "leads all",
+] as const;
+export type RecoveryPhase = (typeof RECOVERY_PHASES)[number];
+
+/** How far along a recovering broker is after a run (see recoveryOf). */
+export interface BrokerRecovery {
+  id: number;
+  preferred: number;
+  inSync: number;
+  /** After this run's elections. */
+  leading: number;
+  phase: RecoveryPhase;
+  /** At this run's pace; null while gated or while nothing moves. */
+  timeLeftMs: number | null;
+}
+
 /** The last decision of a cluster in brief, for the cluster view and the fleet listing. */
 export interface DecisionSummary {
   decisionId: string;
@@ -13,6 +37,8 @@ export interface DecisionSummary {
   deferred: "throttle" | "rebalance-disabled" | null;
   gatedBrokers: number[];
   maxWaitExpiredBrokers: number[];
+  /** Its recovering brokers; absent in decisions stored before it was kept. */
+  recovering?: BrokerRecovery[];
   /** The stored snapshot a tick ran on, so that the next tick waits for a newer one. */
   snapshotId?: string;
   /** The tick job that ran it (see `tickKeyOf`), so that a redelivered job can publish it again. */
@@ -54,6 +80,12 @@ export interface TickRun {
   outcome: TickOutcome;
 }
 
+/** A run that moved nothing because the throttle's interval had not passed, or rebalancing is off. */
+export interface DeferredRun {
+  atMs: number;
+  reason: "throttle" | "rebalance-disabled";
+}
+
 export interface ClusterRecord {
   clusterId: string;
   /** Goes up by one per saved run (and per state reset); 0 before the first. */
@@ -65,6 +97,9 @@ export interface ClusterRecord {
   lastTick: TickOutcome | null;
   /** The key of the last tick run saved; a job with this key or an earlier one does not run again. */
   lastTickKey: string | null;
+  /** Runs deferred (by the throttle, or with rebalancing off): they save no state and no decision. */
+  deferredRuns: number;
+  lastDeferred: DeferredRun | null;
   createdAtMs: number;
   updatedAtMs: number;
 }
@@ -181,6 +216,8 @@ export interface PacerStore {
   /** The snapshot's JSON text, or null if its chunks have expired. */
   getSnapshot(clusterId: string, meta: SnapshotMeta): Promise<string | null>;
   recordTick(clusterId: string, outcome: TickOutcome): Promise<void>;
+  /** Counts a deferred run of a known cluster; nothing for an unknown one. */
+  recordDeferred(clusterId: string, deferred: DeferredRun): Promise<void>;
 
   /** Throws if the store cannot be reached. */
   ping(): Promise<void>;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApp } from "../../functions/api/app.ts";
+import { createApp } from "../../functions/app.ts";
 import { StoreRejectedError } from "../../functions/store/store.ts";
 import { MAX_BROKERS, MAX_REPLICAS } from "../../schemas/snapshot.ts";
 import { call } from "../support/http.ts";

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApp } from "../../functions/api/app.ts";
+import { createApp } from "../../functions/app.ts";
 import { dynamoClient, ensureTable, type StoreTimeouts } from "../../functions/store/client.ts";
 import { DynamoStore } from "../../functions/store/dynamo-store.ts";
 import { type EmbeddedStore, startEmbeddedStore } from "../../functions/store/embedded.ts";
