@@ -43,6 +43,8 @@ export const GateReason = z.enum(GATE_REASONS).meta({
 });
 export type GateReason = z.infer<typeof GateReason>;
 
+export const BROKER_ACTIVITIES = ["active", "fenced", "in-controlled-shutdown", "unregistered"] as const;
+
 export const Election = z
   .object({ topic: z.string(), partition: z.number().int(), leader: z.number().int() })
   .meta({ id: "Election", description: "A preferred-leader election: leader is the preferred replica." });
@@ -55,6 +57,21 @@ export const BrokerRow = z
     reason: GateReason,
     outOfSync: z.number().int().describe("Partitions of the broker's group where it is not in the ISR"),
     total: z.number().int().describe("The gate's denominator under the configured basis"),
+    preferred: z
+      .number()
+      .int()
+      .describe(
+        "Its unguarded preferred partitions: brokers[].preferredCount when the snapshot gives it, else those listed",
+      ),
+    imbalanced: z
+      .number()
+      .int()
+      .describe(
+        "Of those, the ones it does not lead: it leads preferred − imbalanced, is in sync on preferred − outOfSync",
+      ),
+    activity: z
+      .enum(BROKER_ACTIVITIES)
+      .describe("From the snapshot's broker list: unregistered when it is not listed (offline)"),
     lagBytes: z
       .number()
       .int()

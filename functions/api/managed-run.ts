@@ -6,6 +6,7 @@ import type { ValidEvaluateRequest } from "../../schemas/request.ts";
 import { INITIAL_STATE, type PacerState } from "../../schemas/state.ts";
 import { evaluateRequest, type RequestContext } from "../policy/request.ts";
 import type { DecisionSummary, IdempotencyClaim, IdempotencyRecord, PacerStore } from "../store/store.ts";
+import { recoveryOf } from "./recovery.ts";
 
 /** A managed run: load the cluster's state, run the pure core, save under optimistic concurrency. */
 
@@ -93,6 +94,7 @@ export function summaryOf(
     deferred: answer.deferred,
     gatedBrokers: answer.brokers.filter((b) => b.gated).map((b) => b.id),
     maxWaitExpiredBrokers: answer.brokers.filter((b) => b.reason === "max-wait-expired").map((b) => b.id),
+    recovering: recoveryOf(answer),
   };
 }
 
@@ -268,6 +270,8 @@ async function runUntilSaved(
       }
       await storeDecision(store, clusterId, managed, options.decisionTtlMs);
     }
+    if (answer.deferred !== null && !options.dryRun)
+      await store.recordDeferred(clusterId, { atMs: nowMs, reason: answer.deferred });
     if (!options.dryRun) options.observer?.runCompleted(clusterId, managed);
     return { status: 200, body, answer: managed, replayed: false };
   }

@@ -20,6 +20,8 @@ export function clusterView(
     lastDecision: record?.lastDecision ?? null,
     snapshot: record?.snapshot ? { ...record.snapshot, ageMs: nowMs - record.snapshot.receivedAtMs } : null,
     lastTick: record?.lastTick ?? null,
+    deferredRuns: record?.deferredRuns ?? 0,
+    lastDeferred: record?.lastDeferred ?? null,
   };
 }
 
@@ -37,5 +39,6 @@ export function fleetRow(record: ClusterRecord, fleetConfig: ConfigOverrides, no
     snapshotAgeMs: record.snapshot ? nowMs - record.snapshot.receivedAtMs : null,
     ticking: effectiveConfig(fleetConfig, record.config)["pacer.tick.enabled"],
     lastTick: record.lastTick,
+    recovering: last?.recovering ?? [],
   };
 }

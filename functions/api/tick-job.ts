@@ -138,6 +138,8 @@ async function runOnce(job: TickJob, worker: TickWorker, saved: { run: boolean }
       await storeDecision(store, job.clusterId, managed, worker.decisionTtlMs);
     } else {
       await store.recordTick(job.clusterId, ran);
+      if (answer.deferred)
+        await store.recordDeferred(job.clusterId, { atMs: nowMs, reason: answer.deferred });
     }
     worker.observer?.runCompleted(job.clusterId, managed);
     if (managed.elections.length > 0) await worker.publisher?.publish(job.clusterId, managed);

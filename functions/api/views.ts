@@ -2,6 +2,7 @@ import * as z from "zod";
 import { RunAnswer } from "../../schemas/answer.ts";
 import { ConfigOverrides } from "../../schemas/config.ts";
 import { GateEntry } from "../../schemas/state.ts";
+import { RECOVERY_PHASES } from "../store/store.ts";
 
 /** The shapes of the cluster resources (SPEC §5), for the OpenAPI document and the tests. */
 
@@ -10,6 +11,23 @@ export const ManagedAnswer = RunAnswer.extend({
   evaluatedAtMs: z.number().int(),
   stateVersion: z.number().int().describe("The stored version after this run; +1 per saved run"),
 }).meta({ id: "ManagedAnswer" });
+
+export const BrokerRecovery = z
+  .object({
+    id: z.number().int(),
+    preferred: z.number().int().describe("Its unguarded preferred partitions"),
+    inSync: z.number().int().describe("Of those, where it is in the ISR"),
+    leading: z.number().int().describe("Of those, the ones it leads after this run's elections"),
+    phase: z.enum(RECOVERY_PHASES),
+    timeLeftMs: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        "Until it leads all, at this run's pace (moves per run, delay between runs); null while gated or while nothing moves",
+      ),
+  })
+  .meta({ id: "BrokerRecovery", description: "How far along a recovering broker is after a run" });
 
 export const DecisionSummary = z
   .object({
@@ -21,6 +39,7 @@ export const DecisionSummary = z
     deferred: z.enum(["throttle", "rebalance-disabled"]).nullable(),
     gatedBrokers: z.array(z.number().int()),
     maxWaitExpiredBrokers: z.array(z.number().int()),
+    recovering: z.array(BrokerRecovery).optional().describe("Up to 8 recovering brokers"),
     snapshotId: z.string().optional().describe("The stored snapshot a tick ran on"),
     tickKey: z.string().optional().describe("The tick job that ran it: <scheduled time>#<run>"),
   })
@@ -65,6 +84,13 @@ export const ClusterView = z
     lastDecision: DecisionSummary.nullable(),
     snapshot: SnapshotMeta.extend({ ageMs: z.number().int() }).nullable(),
     lastTick: TickOutcome.nullable(),
+    deferredRuns: z
+      .number()
+      .int()
+      .describe("Runs deferred by the throttle or with rebalancing off: they save no state and no decision"),
+    lastDeferred: z
+      .object({ atMs: z.number().int(), reason: z.enum(["throttle", "rebalance-disabled"]) })
+      .nullable(),
   })
   .meta({ id: "ClusterView" });
 
@@ -84,6 +110,7 @@ export const FleetRow = z
     snapshotAgeMs: z.number().int().nullable(),
     ticking: z.boolean(),
     lastTick: TickOutcome.nullable(),
+    recovering: z.array(BrokerRecovery).describe("From the last run: up to 8 recovering brokers"),
   })
   .meta({ id: "FleetRow" });
 

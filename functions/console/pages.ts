@@ -1,9 +1,10 @@
 import type { BrokerRow, RunAnswer } from "../../schemas/answer.ts";
 import type { ConfigOverrides, EffectiveConfig } from "../../schemas/config.ts";
 import type { ManagedAnswer } from "../api/managed-run.ts";
+import { recoveryOf } from "../api/recovery.ts";
 import type { fleetRow } from "../api/resources.ts";
-import { formatDuration } from "../format/text.ts";
-import type { ClusterRecord } from "../store/store.ts";
+import { formatDuration, formatSpan } from "../format/text.ts";
+import type { BrokerRecovery, ClusterRecord } from "../store/store.ts";
 import { barChart, legend, lineChart, type Series } from "./charts.ts";
 import { type Html, html } from "./html.ts";
 import { CLUSTER_STATES, type ClusterState, configWithSources } from "./state.ts";
@@ -12,10 +13,12 @@ import { CLUSTER_STATES, type ClusterState, configWithSources } from "./state.ts
 
 const clock = (ms: number | null | undefined) =>
   ms ? new Date(ms).toISOString().replace("T", " ").slice(0, 19) : "–";
-const ago = (nowMs: number, ms: number | null | undefined) =>
-  ms ? `${formatDuration(nowMs - ms)} ago` : "–";
+const ago = (nowMs: number, ms: number | null | undefined) => (ms ? `${formatSpan(nowMs - ms)} ago` : "–");
+/** How often a page with live parts fetches them again. */
+export const REFRESH_SECONDS = 15;
 const percent = (part: number, whole: number) => (whole > 0 ? `${((100 * part) / whole).toFixed(1)} %` : "–");
 
+/** A page; with `refresh`, its element `#live` is fetched again every 15 s (console.js) unless paused. */
 export function layout(
   title: string,
   body: Html,
@@ -30,7 +33,7 @@ export function layout(
 <link rel="stylesheet" href="/console/console.css">
 <script src="/console/console.js" defer></script>
 </head>
-<body${options.refresh ? html` data-refresh="15"` : ""}>
+<body${options.refresh ? html` data-refresh="${REFRESH_SECONDS}"` : ""}>
 <a class="skip" href="#main">Skip to content</a>
 <header><nav aria-label="Console">
 <a href="/" class="brand">leadership-pacer</a>
@@ -42,6 +45,25 @@ ${body}
 </main>
 </body>
 </html>`;
+}
+
+/** A page that only says why there is nothing to show (403, 404, 413). */
+/** The part of a page that updates by itself, with the button that pauses it. */
+function live(content: Html): Html {
+  return html`<p class="refresh"><button type="button" id="pause" aria-pressed="false">Pause updates</button> This part of the page updates every ${REFRESH_SECONDS} s.</p>
+<div id="live" data-live>${content}</div>`;
+}
+
+export function messagePage(title: string, text: string, signedIn?: boolean): Html {
+  return layout(
+    title,
+    html`<h1>${title}</h1>
+<p>${text}</p>
+<p><a href="/">Back to the fleet</a></p>`,
+    {
+      signedIn,
+    },
+  );
 }
 
 export function loginPage(message?: string): Html {
@@ -84,8 +106,25 @@ export interface FleetQuery {
 
 export const FLEET_PAGE_SIZE = 50;
 
-const dueText = (dueAtMs: number | null, nowMs: number) =>
-  dueAtMs === null ? "–" : dueAtMs <= nowMs ? "due" : `in ${formatDuration(dueAtMs - nowMs)}`;
+const dueText = (row: FleetRowView, nowMs: number) => {
+  if (!row.ticking) return "by its caller";
+  const dueAtMs = tickDueAtMs(row);
+  return dueAtMs === null ? "–" : dueAtMs <= nowMs ? "due" : `in ${formatSpan(dueAtMs - nowMs)}`;
+};
+
+const stateClass = (state: ClusterState) => `state state-${state.replaceAll(" ", "-")}`;
+const phaseClass = (phase: string) => `phase phase-${phase.replaceAll(" ", "-")}`;
+const timeLeftText = (ms: number | null) => (ms === null ? "" : ms === 0 ? "" : `, ~${formatSpan(ms)} left`);
+
+/** The fleet's brief: each recovering broker's leading share, phase and time left. */
+function recoveryBrief(recovering: BrokerRecovery[]): Html {
+  if (recovering.length === 0) return html`–`;
+  const shown = recovering.slice(0, 2);
+  return html`${shown.map(
+    (b, i) =>
+      html`${i > 0 ? html`<br>` : ""}broker ${b.id}: leads ${b.leading} / ${b.preferred}, <span class="${phaseClass(b.phase)}">${b.phase}</span>${timeLeftText(b.timeLeftMs)}`,
+  )}${recovering.length > 2 ? html`<br>and ${recovering.length - 2} more` : ""}`;
+}
 
 const sortKey: Record<FleetSort, (row: FleetRowView) => string | number> = {
   cluster: (r) => r.clusterId,
@@ -142,24 +181,26 @@ export function fleetTable(all: FleetRowView[], query: FleetQuery, nowMs: number
   };
   return html`<div id="fleet-table">
 <p class="status" aria-live="polite">${matching} of ${all.length} clusters · page ${page} of ${pages} · updated ${clock(nowMs)} UTC</p>
+<div class="scroll" tabindex="0" role="region" aria-label="Clusters">
 <table class="fleet">
 <caption class="visually-hidden">Clusters, sortable by each column</caption>
-<thead><tr>${header("cluster")}${header("state")}<th scope="col">gated brokers</th>${header("last-run")}${header("elections")}${header("next-run")}${header("snapshot")}<th scope="col">last tick</th></tr></thead>
+<thead><tr>${header("cluster")}${header("state")}<th scope="col">recovering brokers</th>${header("last-run")}${header("elections")}${header("next-run")}${header("snapshot")}<th scope="col">last tick</th></tr></thead>
 <tbody>
 ${rows.map(
   (r) => html`<tr data-cluster="${r.clusterId}">
 <th scope="row"><a href="/clusters/${encodeURIComponent(r.clusterId)}">${r.clusterId}</a></th>
-<td><span class="state state-${r.state.replace(" ", "-")}">${r.state}</span></td>
-<td>${r.gatedBrokers.length > 0 ? r.gatedBrokers.join(", ") : "–"}</td>
+<td><span class="${stateClass(r.state)}">${r.state}</span></td>
+<td>${r.recovering.length > 0 ? recoveryBrief(r.recovering) : r.gatedBrokers.length > 0 ? `gated: ${r.gatedBrokers.join(", ")}` : "–"}</td>
 <td>${ago(nowMs, r.lastRunAtMs)}</td>
 <td>${r.lastElectionCount ?? "–"}</td>
-<td>${dueText(tickDueAtMs(r), nowMs)}</td>
-<td>${r.snapshotAgeMs === null ? "none" : formatDuration(r.snapshotAgeMs)}</td>
+<td>${dueText(r, nowMs)}</td>
+<td>${r.snapshotAgeMs === null ? "none" : formatSpan(r.snapshotAgeMs)}</td>
 <td>${r.lastTick ? html`${r.lastTick.outcome}${r.lastTick.detail ? html` <span class="detail">${r.lastTick.detail}</span>` : ""}` : "–"}</td>
 </tr>`,
 )}
 </tbody>
 </table>
+</div>
 <nav class="pages" aria-label="Pages">
 ${page > 1 ? html`<a href="${queryString(query, { page: page - 1 })}" rel="prev">Previous page</a>` : ""}
 ${page < pages ? html`<a href="${queryString(query, { page: page + 1 })}" rel="next">Next page</a>` : ""}
@@ -180,8 +221,7 @@ ${CLUSTER_STATES.map((s) => html`<option value="${s}"${query.state === s ? html`
 </select>
 <button type="submit">Filter</button>
 </form>
-<p><button type="button" id="pause" aria-pressed="false">Pause updates</button> The list updates every 15 s.</p>
-${fleetTable(all, query, nowMs)}`,
+${live(fleetTable(all, query, nowMs))}`,
     { refresh: true, signedIn },
   );
 }
@@ -211,7 +251,7 @@ function gateRows(data: ClusterPageData): Html {
   const maxWaitMs = config["leader.imbalance.election.wait.for.sync.max.wait.ms"];
   const episodes = record.state?.brokers ?? [];
   if (episodes.length === 0) return html`<p>No broker is in a gating episode.</p>`;
-  return html`<table>
+  return html`<div class="scroll" tabindex="0" role="region" aria-label="Gating episodes"><table>
 <caption>Brokers in a gating episode (threshold ${threshold} %, max wait ${formatDuration(maxWaitMs)})</caption>
 <thead><tr><th scope="col">broker</th><th scope="col">gated</th><th scope="col">why</th><th scope="col">out of sync</th><th scope="col">gated since</th><th scope="col">clear runs</th><th scope="col">max wait left</th></tr></thead>
 <tbody>
@@ -224,11 +264,58 @@ ${episodes.map((e) => {
 <td>${row ? html`${row.outOfSync} of ${row.total} (${percent(row.outOfSync, row.total)})` : "–"}</td>
 <td>${clock(e.gatedSinceMs)} (${ago(nowMs, e.gatedSinceMs)})</td>
 <td>${e.clearRuns} of 2</td>
-<td>${formatDuration(Math.max(0, e.gatedSinceMs + maxWaitMs - nowMs))}</td>
+<td>${formatSpan(Math.max(0, e.gatedSinceMs + maxWaitMs - nowMs))}</td>
 </tr>`;
 })}
 </tbody>
-</table>`;
+</table></div>`;
+}
+
+/** A stored row from before rows said how far along their broker is. */
+const hasProgress = (row: BrokerRow) => typeof row.preferred === "number";
+
+/**
+ * The time left from the pace of the recent runs: the moves onto the broker over the time they
+ * took; with one run only, that run's moves per delay (recoveryOf). Null while nothing moves.
+ */
+function observedTimeLeftMs(id: number, decisions: StoredAnswer[], brief: BrokerRecovery): number | null {
+  if (brief.phase !== "ramping") return brief.timeLeftMs;
+  const moving = decisions
+    .slice(0, 10)
+    .map((d) => ({ at: d.evaluatedAtMs, elected: d.brokers.find((b) => b.id === id)?.elected ?? 0 }))
+    .filter((d) => d.elected > 0);
+  const newest = moving[0];
+  const oldest = moving.at(-1);
+  if (!newest || !oldest || newest === oldest || newest.at === oldest.at) return brief.timeLeftMs;
+  const moved = moving.slice(0, -1).reduce((sum, d) => sum + d.elected, 0);
+  return Math.round(((brief.preferred - brief.leading) * (newest.at - oldest.at)) / moved);
+}
+
+function recoveryRows(data: ClusterPageData): Html {
+  const latest = data.decisions[0];
+  const briefs = latest?.brokers.some(hasProgress)
+    ? recoveryOf(latest)
+    : (data.record.lastDecision?.recovering ?? []);
+  if (briefs.length === 0)
+    return html`<p>No broker is recovering: each leads its preferred partitions${latest ? "" : ", as far as the runs so far tell"}.</p>`;
+  const fraction = (part: number, whole: number) =>
+    html`${part} / ${whole} <span class="detail">(${percent(part, whole)})</span>`;
+  return html`<div class="scroll" tabindex="0" role="region" aria-label="Recovering brokers"><table class="recovery">
+<caption>Recovering brokers: how far along, from the last run</caption>
+<thead><tr><th scope="col">broker</th><th scope="col">phase</th><th scope="col">in sync</th><th scope="col">leading</th><th scope="col">time left</th></tr></thead>
+<tbody>
+${briefs.map((b) => {
+  const left = observedTimeLeftMs(b.id, data.decisions, b);
+  return html`<tr data-recovering="${b.id}">
+<th scope="row">Broker ${b.id}</th>
+<td><span class="${phaseClass(b.phase)}">${b.phase}</span></td>
+<td>${fraction(b.inSync, b.preferred)}</td>
+<td>${fraction(b.leading, b.preferred)}</td>
+<td>${left === null ? (b.phase === "gated" || b.phase === "waiting for a clear run" ? "once in sync" : "–") : left === 0 ? "done" : `~${formatSpan(left)}`}</td>
+</tr>`;
+})}
+</tbody>
+</table></div>`;
 }
 
 function reasonText(row: BrokerRow, threshold: number): string {
@@ -254,7 +341,7 @@ function formatBytes(bytes: number): string {
 }
 
 function configTable(data: ClusterPageData): Html {
-  return html`<table>
+  return html`<div class="scroll" tabindex="0" role="region" aria-label="Configuration"><table>
 <caption>Effective configuration, and where each value comes from</caption>
 <thead><tr><th scope="col">key</th><th scope="col">value</th><th scope="col">from</th></tr></thead>
 <tbody>
@@ -263,7 +350,7 @@ ${configWithSources(data.fleetConfig, data.record.config).map(
     html`<tr><th scope="row"><code>${row.key}</code></th><td>${String(row.value)}</td><td>${row.source}</td></tr>`,
 )}
 </tbody>
-</table>`;
+</table></div>`;
 }
 
 function charts(data: ClusterPageData): Html {
@@ -279,13 +366,17 @@ function charts(data: ClusterPageData): Html {
     points: runs.map((r) => ({
       x: r.evaluatedAtMs,
       y: r.elections.length,
-      note: `${at(r)}: ${r.elections.length} moves`,
+      note: `${at(r)}: ${r.elections.length === 0 ? "no moves" : `${r.elections.length} moves`}`,
     })),
   };
   const maxMoves = Math.max(1, ...moves.points.map((p) => p.y));
 
   const brokerIds = [
-    ...new Set(runs.flatMap((r) => r.brokers.filter((b) => b.total > 0 && b.outOfSync > 0).map((b) => b.id))),
+    ...new Set(
+      runs.flatMap((r) =>
+        r.brokers.filter((b) => (b.total > 0 && b.outOfSync > 0) || isDown(b)).map((b) => b.id),
+      ),
+    ),
   ]
     .sort((a, b) => a - b)
     .slice(0, 6);
@@ -293,7 +384,11 @@ function charts(data: ClusterPageData): Html {
     label: `broker ${id}`,
     points: runs.flatMap((r) => {
       const b = r.brokers.find((row) => row.id === id);
-      if (!b || b.total === 0) return [];
+      if (!b) return [];
+      // A broker that is down is not "100 % out of sync": it is drawn as down.
+      if (isDown(b))
+        return [{ x: r.evaluatedAtMs, y: 0, down: true, note: `${at(r)}: broker ${id} ${downText(b)}` }];
+      if (b.total === 0) return [];
       const y = (100 * b.outOfSync) / b.total;
       return [
         {
@@ -305,7 +400,10 @@ function charts(data: ClusterPageData): Html {
     }),
   }));
   const maxShare = Math.max(threshold * 2, 10, ...share.flatMap((s) => s.points.map((p) => p.y)));
-  const bands = gatedPeriods(runs).map((p) => ({ ...p, label: `gated ${clock(p.from)} to ${clock(p.to)}` }));
+  const bands = gatedPeriods(runs).map((p) => ({
+    ...p,
+    label: p.from === p.to ? `gated at ${clock(p.from)}` : `gated ${clock(p.from)} to ${clock(p.to)}`,
+  }));
 
   const held: Series[] = [
     {
@@ -317,28 +415,32 @@ function charts(data: ClusterPageData): Html {
       })),
     },
     {
-      label: "deferred by the cap or throttle",
+      label: "held back by the cap",
       points: runs.map((r) => ({
         x: r.evaluatedAtMs,
         y: r.metrics.electionsDeferredByThrottle,
-        note: `${at(r)}: ${r.metrics.electionsDeferredByThrottle} deferred`,
+        note: `${at(r)}: ${r.metrics.electionsDeferredByThrottle} held back by the cap`,
       })),
     },
   ];
   const maxHeld = Math.max(1, ...held.flatMap((s) => s.points.map((p) => p.y)));
 
   return html`<section aria-labelledby="moves-h"><h3 id="moves-h">Leadership moves per run</h3>
-${barChart({ id: "moves", series: [moves], frame: { title: "Leadership moves per run", description: `${runs.length} runs; at most ${maxMoves} moves in one`, xFrom, xTo, yMax: maxMoves, yFormat: String } })}
+${barChart({ id: "moves", series: [moves], frame: { title: "Leadership moves per run", description: `${runs.length} runs; at most ${maxMoves} moves in one; a run that moved nothing is a flat mark`, xFrom, xTo, yMax: maxMoves, yTitle: "moves", yFormat: String } })}
 </section>
 <section aria-labelledby="share-h"><h3 id="share-h">Out-of-sync share per broker, against the threshold</h3>
-${lineChart({ id: "share", series: share, bands, limit: { y: threshold, label: `threshold ${threshold} %` }, frame: { title: "Out-of-sync share per broker", description: `Share of each broker's preferred partitions out of the ISR per run; the dashed line is the ${threshold} % threshold, shaded stretches are gated`, xFrom, xTo, yMax: maxShare, yFormat: (y) => `${Math.round(y)} %` } })}
-${legend(share, [html`<li><span class="swatch limit"></span>threshold ${threshold} %</li>`, html`<li><span class="swatch band"></span>a broker gated</li>`])}
+${lineChart({ id: "share", series: share, runs: runs.length, bands, limit: { y: threshold, label: `threshold ${threshold} %` }, frame: { title: "Out-of-sync share per broker", description: `Share of each broker's preferred partitions out of the ISR per run; the dashed line is the ${threshold} % threshold, shaded stretches are gated, squares on the top edge are runs the broker was down`, xFrom, xTo, yMax: maxShare, yTitle: "% out of sync", yFormat: (y) => `${Math.round(y)} %` } })}
+${legend(share, [html`<li><span class="swatch limit"></span>threshold ${threshold} %</li>`, html`<li><span class="swatch band"></span>a broker gated</li>`, html`<li><span class="swatch down"></span>broker down (fenced, offline)</li>`])}
 </section>
 <section aria-labelledby="held-h"><h3 id="held-h">Elections held back</h3>
-${barChart({ id: "held", series: held, frame: { title: "Elections held back per run", description: "Skipped by the gate, and deferred by the cap or the throttle", xFrom, xTo, yMax: maxHeld, yFormat: String } })}
+${barChart({ id: "held", series: held, frame: { title: "Elections held back per run", description: "Skipped by the gate, and held back by the cap on a run", xFrom, xTo, yMax: maxHeld, yTitle: "elections", yFormat: String } })}
 ${legend(held)}
 </section>`;
 }
+
+const isDown = (row: BrokerRow) => row.activity !== undefined && row.activity !== "active";
+const downText = (row: BrokerRow) =>
+  row.activity === "unregistered" ? "offline" : row.activity === "fenced" ? "fenced" : "shutting down";
 
 /** Stretches of consecutive runs in which some broker was gated. */
 function gatedPeriods(runs: StoredAnswer[]): { from: number; to: number }[] {
@@ -360,9 +462,9 @@ function gatedPeriods(runs: StoredAnswer[]): { from: number; to: number }[] {
 
 function decisionList(decisions: StoredAnswer[]): Html {
   if (decisions.length === 0) return html`<p>No decisions stored.</p>`;
-  return html`<table>
-<caption>Recent decisions, newest first</caption>
-<thead><tr><th scope="col">at (UTC)</th><th scope="col">elections</th><th scope="col">gated brokers</th><th scope="col">deferred</th><th scope="col">more work</th><th scope="col">batch</th></tr></thead>
+  return html`<div class="scroll" tabindex="0" role="region" aria-label="Decisions"><table>
+<caption>Recent decisions, newest first (a run deferred by the throttle moves nothing and is counted above, not listed)</caption>
+<thead><tr><th scope="col">at (UTC)</th><th scope="col">elections</th><th scope="col">gated brokers</th><th scope="col">held back by the cap</th><th scope="col">more work</th><th scope="col">batch</th></tr></thead>
 <tbody>
 ${decisions.map(
   (d) => html`<tr data-decision="${d.decisionId}">
@@ -374,36 +476,49 @@ ${decisions.map(
       .map((b) => b.id)
       .join(", ") || "–"
   }</td>
-<td>${d.deferred ?? "–"}</td>
+<td>${d.metrics.electionsDeferredByThrottle || "–"}</td>
 <td>${d.moreWorkRemains ? "yes" : "no"}</td>
 <td>${d.elections.length === 0 ? "–" : html`<details><summary>kafkaLeaderElection (${d.elections.length})</summary><pre>${JSON.stringify(d.kafkaLeaderElection, null, 1)}</pre></details>`}</td>
 </tr>`,
 )}
 </tbody>
-</table>`;
+</table></div>`;
 }
 
-export function clusterPage(data: ClusterPageData): Html {
+const DEFERRAL_TEXT = { throttle: "by the throttle", "rebalance-disabled": "rebalancing off" } as const;
+
+/** The part of the cluster page that updates by itself: facts, recovering brokers, gate, charts. */
+export function clusterLive(data: ClusterPageData): Html {
   const { record, nowMs } = data;
-  const id = record.clusterId;
-  return layout(
-    id,
-    html`<h1>${id} <span class="state state-${data.state.replace(" ", "-")}">${data.state}</span></h1>
+  const deferred = record.lastDeferred;
+  return html`<p class="status" aria-live="polite">Updated ${clock(nowMs)} UTC</p>
 <dl class="facts">
+<dt>State</dt><dd><span class="${stateClass(data.state)}">${data.state}</span></dd>
 <dt>Last run</dt><dd>${ago(nowMs, record.lastDecision?.evaluatedAtMs)}${record.lastDecision ? html`, ${record.lastDecision.electionCount} elections` : ""}</dd>
-<dt>Snapshot</dt><dd>${record.snapshot ? html`${record.snapshot.partitionCount} partitions, ${formatDuration(nowMs - record.snapshot.receivedAtMs)} old` : "none stored"}</dd>
-<dt>Ticking</dt><dd>${data.config["pacer.tick.enabled"] ? "on" : "off"}${record.lastTick ? html`, last tick ${record.lastTick.outcome} ${ago(nowMs, record.lastTick.atMs)}` : ""}</dd>
+<dt>Runs deferred</dt><dd>${record.deferredRuns}${deferred ? html`, the last ${DEFERRAL_TEXT[deferred.reason]} ${ago(nowMs, deferred.atMs)}` : ""}</dd>
+<dt>Snapshot</dt><dd>${record.snapshot ? html`${record.snapshot.partitionCount} partitions, ${formatSpan(nowMs - record.snapshot.receivedAtMs)} old` : "none stored"}</dd>
+<dt>Scheduled ticks</dt><dd>${data.config["pacer.tick.enabled"] ? "on: the service runs it on its stored snapshot" : "off: its agent or controller runs it"}${record.lastTick ? html`; last tick ${record.lastTick.outcome} ${ago(nowMs, record.lastTick.atMs)}` : ""}</dd>
 </dl>
-<p><a href="/clusters/${encodeURIComponent(id)}/what-if">What if…: run the stored snapshot under another config</a></p>
+<h2>Recovering brokers</h2>
+${recoveryRows(data)}
 <h2>Gate</h2>
 ${gateRows(data)}
 <h2>Recent runs</h2>
-${charts(data)}
+${charts(data)}`;
+}
+
+export function clusterPage(data: ClusterPageData): Html {
+  const id = data.record.clusterId;
+  return layout(
+    id,
+    html`<h1>${id}</h1>
+<p><a href="/clusters/${encodeURIComponent(id)}/what-if">What if…: run the stored snapshot under another config</a></p>
+${live(clusterLive(data))}
 <h2>Decisions</h2>
 ${decisionList(data.decisions)}
 <h2>Configuration</h2>
 ${configTable(data)}`,
-    { signedIn: data.signedIn },
+    { signedIn: data.signedIn, refresh: true },
   );
 }
 

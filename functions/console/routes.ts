@@ -11,16 +11,17 @@ import { fleetRow } from "../api/resources.ts";
 import { evaluate } from "../policy/run.ts";
 import type { ClusterRecord, PacerStore } from "../store/store.ts";
 import { CONSOLE_CSS, CONSOLE_JS } from "./assets.ts";
-import { type Html, html } from "./html.ts";
+import type { Html } from "./html.ts";
 import {
+  clusterLive,
   clusterPage,
   FLEET_SORTS,
   type FleetQuery,
   type FleetSort,
   fleetPage,
   fleetTable,
-  layout,
   loginPage,
+  messagePage,
   type StoredAnswer,
   whatIfPage,
 } from "./pages.ts";
@@ -39,6 +40,18 @@ const DECISIONS_SHOWN = 100;
 /** A console form holds a token or a few config overrides: far less than this. */
 const FORM_MAX_BYTES = 64 * 1024;
 
+/**
+ * Every console response: scripts and styles from this server only (no inline script or style), no
+ * framing, no other origin reached.
+ */
+const SECURITY_HEADERS = {
+  "content-security-policy":
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "same-origin",
+  "cache-control": "no-store",
+};
+
 /** A posted form (url-encoded), or null when it is larger than a form of ours can be. */
 async function readForm(c: Context): Promise<URLSearchParams | null> {
   const bytes = await readLimited(c.req.raw.body, FORM_MAX_BYTES);
@@ -56,8 +69,7 @@ type Viewer = { patterns: RegExp[] | null; signedIn: boolean };
 // biome-ignore lint/suspicious/noExplicitAny: the console needs none of the app's own variables
 export function addConsole(app: Hono<any>, options: ConsoleOptions): void {
   const { store, clock, auth } = options;
-  const page = (c: Context, body: Html, status = 200) =>
-    c.html(body.text, status as 200, { "cache-control": "no-store" });
+  const page = (c: Context, body: Html, status = 200) => c.html(body.text, status as 200, SECURITY_HEADERS);
 
   /** Who is looking: everyone when auth is off; else the cookie's token, or a sign-in page. */
   const viewerOf = (c: Context): Viewer | null => {
@@ -71,10 +83,16 @@ export function addConsole(app: Hono<any>, options: ConsoleOptions): void {
     !viewer.patterns || mayAccess(viewer.patterns, clusterId);
 
   app.get("/console/console.css", (c) =>
-    c.body(CONSOLE_CSS, 200, { "content-type": "text/css; charset=utf-8" }),
+    c.body(CONSOLE_CSS, 200, {
+      "content-type": "text/css; charset=utf-8",
+      "x-content-type-options": "nosniff",
+    }),
   );
   app.get("/console/console.js", (c) =>
-    c.body(CONSOLE_JS, 200, { "content-type": "text/javascript; charset=utf-8" }),
+    c.body(CONSOLE_JS, 200, {
+      "content-type": "text/javascript; charset=utf-8",
+      "x-content-type-options": "nosniff",
+    }),
   );
 
   app.post("/console/login", async (c) => {
@@ -109,7 +127,7 @@ export function addConsole(app: Hono<any>, options: ConsoleOptions): void {
         const config = effectiveConfig(fleetConfig, record.config);
         return { ...fleetRow(record, fleetConfig, nowMs), state: clusterStateOf(record, config, nowMs) };
       });
-    if (c.req.query("fragment") === "table") return c.html(fleetTable(rows, query, nowMs).text);
+    if (c.req.query("fragment") === "live") return page(c, fleetTable(rows, query, nowMs));
     return page(c, fleetPage(rows, query, nowMs, viewer.signedIn));
   });
 
@@ -117,18 +135,12 @@ export function addConsole(app: Hono<any>, options: ConsoleOptions): void {
   const clusterFor = async (c: Context, viewer: Viewer): Promise<ClusterRecord | Response> => {
     const clusterId = c.req.param("clusterId") ?? "";
     const notFound = () =>
-      page(
-        c,
-        layout("Not found", htmlText(`No cluster “${clusterId}” here.`), { signedIn: viewer.signedIn }),
-        404,
-      );
+      page(c, messagePage("Not found", `No cluster “${clusterId}” here.`, viewer.signedIn), 404);
     if (!CLUSTER_ID.test(clusterId)) return notFound();
     if (!mayView(viewer, clusterId))
       return page(
         c,
-        layout("Forbidden", htmlText(`This token may not see cluster “${clusterId}”.`), {
-          signedIn: viewer.signedIn,
-        }),
+        messagePage("Forbidden", `This token may not see cluster “${clusterId}”.`, viewer.signedIn),
         403,
       );
     return (await store.getCluster(clusterId)) ?? notFound();
@@ -145,18 +157,16 @@ export function addConsole(app: Hono<any>, options: ConsoleOptions): void {
     const decisions = (await store.listDecisions(record.clusterId, { limit: DECISIONS_SHOWN, nowMs })).map(
       (d) => JSON.parse(d.body) as StoredAnswer,
     );
-    return page(
-      c,
-      clusterPage({
-        record,
-        fleetConfig,
-        config,
-        state: clusterStateOf(record, config, nowMs),
-        decisions,
-        nowMs,
-        signedIn: viewer.signedIn,
-      }),
-    );
+    const data = {
+      record,
+      fleetConfig,
+      config,
+      state: clusterStateOf(record, config, nowMs),
+      decisions,
+      nowMs,
+      signedIn: viewer.signedIn,
+    };
+    return page(c, c.req.query("fragment") === "live" ? clusterLive(data) : clusterPage(data));
   });
 
   const whatIf = async (c: Context, overridesText: string | null) => {
@@ -211,13 +221,11 @@ export function addConsole(app: Hono<any>, options: ConsoleOptions): void {
     const form = await readForm(c);
     if (!form) {
       const tooLarge = `The overrides are larger than ${FORM_MAX_BYTES} bytes.`;
-      return page(c, layout("Too large", htmlText(tooLarge), { signedIn: viewerOf(c)?.signedIn }), 413);
+      return page(c, messagePage("Too large", tooLarge, viewerOf(c)?.signedIn), 413);
     }
     return whatIf(c, form.get("overrides") ?? "");
   });
 }
-
-const htmlText = (text: string): Html => html`<p>${text}</p>`;
 
 async function allClusters(store: PacerStore): Promise<ClusterRecord[]> {
   const records: ClusterRecord[] = [];

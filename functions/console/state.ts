@@ -6,28 +6,31 @@ import {
 } from "../../schemas/config.ts";
 import type { ClusterRecord } from "../store/store.ts";
 
-/** What the console says of a cluster at a glance, most urgent first. */
+/**
+ * What the console says of a cluster at a glance, most urgent first. Whether the service ticks a
+ * cluster is not a state: a cluster its own agent runs is as healthy as one the service ticks.
+ */
 export const CLUSTER_STATES = [
-  "failing",
+  "tick failing",
   "gated",
   "ramping",
-  "recovering",
+  "recovered",
   "stale snapshot",
-  "ticking off",
-  "idle",
+  "balanced",
 ] as const;
 export type ClusterState = (typeof CLUSTER_STATES)[number];
 
 export function clusterStateOf(record: ClusterRecord, config: EffectiveConfig, nowMs: number): ClusterState {
   const last = record.lastDecision;
-  if (record.lastTick?.outcome === "failed") return "failing";
+  if (record.lastTick?.outcome === "failed") return "tick failing";
   if (last && last.gatedBrokers.length > 0) return "gated";
   if (last?.moreWorkRemains) return "ramping";
-  if (last && last.electionCount > 0) return "recovering";
-  if (!config["pacer.tick.enabled"]) return "ticking off";
+  // Its last run handed back the rest: the recovery is over.
+  if (last && last.electionCount > 0) return "recovered";
+  // Only the service's tick reads the stored snapshot: an old one matters only then.
   const ageMs = record.snapshot ? nowMs - record.snapshot.receivedAtMs : Number.POSITIVE_INFINITY;
-  if (ageMs > config["pacer.snapshot.max.age.ms"]) return "stale snapshot";
-  return "idle";
+  if (config["pacer.tick.enabled"] && ageMs > config["pacer.snapshot.max.age.ms"]) return "stale snapshot";
+  return "balanced";
 }
 
 export type ConfigSource = "default" | "fleet" | "cluster";

@@ -1,5 +1,5 @@
 import type { BrokerRow, RunAnswer } from "../../schemas/answer.ts";
-import { type Column, formatDuration, markdownTable } from "./text.ts";
+import { type Column, formatDuration, formatSpan, markdownTable } from "./text.ts";
 
 /** Answers as a person reads them: per run what was elected, what the gate held back, when to ask again. */
 
@@ -15,13 +15,12 @@ const brokers = (answer: RunAnswer, pick: (row: BrokerRow) => boolean) =>
     .filter(pick)
     .map((row) => `${row.id} ${row.reason}`)
     .join(", ") || "-";
-const delay = (ms: number) => (ms < 1000 ? `${ms} ms` : formatDuration(ms));
 
 const COLUMNS: Column<Row>[] = [
   ["run", (r) => String(r.run)],
   ["elections", (r) => String(r.answer.elections.length)],
   ["more work", (r) => (r.answer.moreWorkRemains ? "yes" : "no")],
-  ["next in", (r) => delay(r.answer.nextDelayMs)],
+  ["next in", (r) => formatSpan(r.answer.nextDelayMs)],
   ["deferred", (r) => r.answer.deferred ?? "-"],
   ["held back", (r) => brokers(r.answer, (row) => row.gated)],
   [

@@ -11,6 +11,11 @@ export function formatDuration(ms: number | null): string {
   return h > 0 ? `${h}h ${pad(m)}m ${pad(s)}s` : `${m}m ${pad(s)}s`;
 }
 
+/** A delay or an age: milliseconds under a second, else as formatDuration. */
+export function formatSpan(ms: number): string {
+  return ms < 1000 ? `${Math.max(0, Math.round(ms))} ms` : formatDuration(ms);
+}
+
 export type Column<T> = [title: string, cell: (row: T) => string];
 
 /** A Markdown table, which also reads well as plain text in a terminal. */

@@ -1,4 +1,4 @@
-import type { Disposition } from "../../schemas/answer.ts";
+import type { BROKER_ACTIVITIES, Disposition } from "../../schemas/answer.ts";
 import type { Broker, Partition } from "../../schemas/snapshot.ts";
 
 /** Imbalanced: the preferred replica (replicas[0]) is not the leader; a leaderless partition is imbalanced. */
@@ -17,7 +17,7 @@ export function guardOf(partition: Partition): "reassigning" | "deleting" | null
   return null;
 }
 
-export type BrokerActivity = "active" | "fenced" | "in-controlled-shutdown" | "unregistered";
+export type BrokerActivity = (typeof BROKER_ACTIVITIES)[number];
 
 export function activityOf(broker: Broker | undefined): BrokerActivity {
   if (broker === undefined) return "unregistered";

@@ -183,8 +183,12 @@ function gateTotal(brokerTally: BrokerTally | undefined, config: EffectiveConfig
   if (brokerTally === undefined) return 0;
   if (config["leader.imbalance.election.wait.for.sync.threshold.basis"] === "imbalanced")
     return brokerTally.groupSize;
-  return brokerTally.preferredCount ?? brokerTally.unguardedListed;
+  return preferredOf(brokerTally);
 }
+
+/** Its unguarded preferred partitions: the snapshot's own count, else those it lists. */
+const preferredOf = (brokerTally: BrokerTally | undefined): number =>
+  brokerTally === undefined ? 0 : (brokerTally.preferredCount ?? brokerTally.unguardedListed);
 
 /** Inside a bucket: by topic (ordinal string order), then partition number. */
 function inTopicPartitionOrder(indices: number[], partitions: readonly Partition[]): number[] {
@@ -226,6 +230,9 @@ function answerOf(
       reason: o.reason,
       outOfSync: o.tally?.outOfSync ?? 0,
       total: gateTotal(o.tally, config),
+      preferred: preferredOf(o.tally),
+      imbalanced: o.tally?.groupSize ?? 0,
+      activity: tally.activityOf(id),
       ...(o.tally?.lagBytes === undefined ? {} : { lagBytes: o.tally.lagBytes }),
       gatedSinceMs: entry?.gatedSinceMs ?? null,
       clearRuns: entry?.clearRuns ?? null,
