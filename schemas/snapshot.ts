@@ -137,7 +137,8 @@ function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
     let duplicateReplica = false;
     for (const id of p.replicas) duplicateReplica = marks.mark(id) || duplicateReplica;
     // The replicas are marked now: an isr member without a mark is not a replica.
-    const stranger = p.isr.find((id) => !marks.has(id));
+    let stranger: number | undefined;
+    for (const id of p.isr) if (stranger === undefined && !marks.has(id)) stranger = id;
     marks.clear();
     let duplicateInIsr = false;
     for (const id of p.isr) duplicateInIsr = marks.mark(id) || duplicateInIsr;
@@ -181,6 +182,18 @@ function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
   return problems;
 }
 
+/**
+ * A snapshot lists a topic's partitions together: the last name that passed is compared first, so
+ * the pattern runs once per topic rather than once per partition.
+ */
+let lastTopicName = "";
+function isTopicName(v: unknown): v is string {
+  if (v === lastTopicName) return true;
+  if (typeof v !== "string" || !TOPIC_NAME.test(v)) return false;
+  lastTopicName = v;
+  return true;
+}
+
 const isOptionalBoolean = (v: unknown) => v === undefined || typeof v === "boolean";
 const isIdList = (v: unknown): v is number[] =>
   Array.isArray(v) && v.length <= MAX_REPLICAS && v.every(isBrokerId);
@@ -201,8 +214,7 @@ function isWellFormedBroker(b: unknown): boolean {
 function isWellFormedPartition(p: unknown): boolean {
   return (
     isObject(p) &&
-    typeof p.topic === "string" &&
-    TOPIC_NAME.test(p.topic) &&
+    isTopicName(p.topic) &&
     isBrokerId(p.partition) &&
     isIdList(p.replicas) &&
     p.replicas.length > 0 &&

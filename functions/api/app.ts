@@ -48,9 +48,14 @@ export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
 /** Answers smaller than this go uncompressed: a few elections read better as plain JSON. */
 const COMPRESS_ABOVE_BYTES = 16 * 1024;
 
-function send(c: Context, body: ProblemDetails | string, status?: number): Response {
-  const text = typeof body === "string" ? body : JSON.stringify(body);
-  const code = status ?? (typeof body === "string" ? 200 : body.status);
+function send(
+  c: Context,
+  body: ProblemDetails | string | Uint8Array<ArrayBuffer>,
+  status?: number,
+): Response {
+  const problemBody = typeof body !== "string" && !(body instanceof Uint8Array);
+  const text = problemBody ? JSON.stringify(body) : body;
+  const code = status ?? (problemBody ? body.status : 200);
   const contentType = code >= 400 ? "application/problem+json" : "application/json";
   return c.body(text, code as 200, {
     "content-type": contentType,
@@ -159,7 +164,7 @@ export function createApi(options: AppOptions): Hono<Env> {
 
   /** Parse, validate and run: in a worker for a large body, here for a small one. */
   const heavy = (task: HeavyTask): Promise<HeavyResult> | HeavyResult =>
-    offload?.wants(task.bytes.byteLength) ? offload.run(task) : heavyWork(task);
+    offload?.wants(task.bytes.byteLength) ? offload.run(task, { handOver: true }) : heavyWork(task);
 
   app.post("/v1/evaluate", async (c) => {
     const body = await readBodyBytes(c.req.raw, maxBodyBytes);

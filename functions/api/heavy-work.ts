@@ -17,10 +17,12 @@ export type HeavyTask =
   | { kind: "run-managed"; bytes: Uint8Array; state: PacerState; nowMs: number; context: RequestContext };
 
 export type HeavyResult =
-  | { kind: "answer"; body: string }
+  | { kind: "answer"; body: Uint8Array<ArrayBuffer> }
   | { kind: "problem"; problem: ProblemDetails }
   | { kind: "valid" }
   | { kind: "run"; answer: RunAnswer };
+
+const ENCODER = new TextEncoder();
 
 export default function heavyWork(task: HeavyTask): HeavyResult {
   const parsed = parseJsonBytes(task.bytes);
@@ -29,7 +31,8 @@ export default function heavyWork(task: HeavyTask): HeavyResult {
     const request = validateEvaluateRequest(parsed.value);
     if (!request.ok) return { kind: "problem", problem: invalidInput(request.problems) };
     const answer = evaluateRequest(request.value, { clockMs: task.clockMs, explain: task.explain });
-    return { kind: "answer", body: JSON.stringify(answer) };
+    // Bytes in a buffer of their own: a worker hands them back without a copy (heavy-worker.ts).
+    return { kind: "answer", body: ENCODER.encode(JSON.stringify(answer)) };
   }
   const request = validateManagedRequest(parsed.value);
   if (!request.ok) return { kind: "problem", problem: invalidInput(request.problems) };
