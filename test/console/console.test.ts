@@ -267,6 +267,7 @@ describe("the console, without tokens", () => {
     const deferred = page.locator("dt:text-is('Runs deferred') + dd");
     await expect(deferred.textContent()).resolves.toMatch(/^1, the last by the throttle .* ago$/);
     await expect(page.locator(".state").first().textContent()).resolves.toBe("ramping");
+    await page.screenshot({ path: `${SCREENSHOTS}/ramping.png`, fullPage: true });
     await page.goto(`${server.url}/?state=ramping`);
     await expect(page.locator("tr[data-cluster='ramping-5'] td").nth(1).textContent()).resolves.toBe(
       "broker 1: leads 20 / 100, ramping, ~40m 00s left",
