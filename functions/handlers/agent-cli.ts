@@ -4,16 +4,17 @@ import { parseArgs } from "node:util";
 import { ConfigOverrides } from "../../schemas/config.ts";
 import { validateWith } from "../../schemas/problems.ts";
 import { type ClusterAccess, type RunReport, runAgent } from "../agent/agent.ts";
-import { ClientPropertiesError, clientOptionsOf, parseProperties } from "../agent/client-properties.ts";
+import { ClientPropertiesError, parseProperties } from "../agent/client-properties.ts";
 import { bearerFetch, type Fetch, PacerClient, sigV4Fetch } from "../agent/pacer-client.ts";
 import { runScheduledAgent } from "../agent/scheduled.ts";
 import { createApi, DECISION_TTL_MS, IDEMPOTENCY_TTL_MS } from "../api/app.ts";
 import { formatRun } from "../format/agent-run.ts";
-import { KafkaAdminClient, parseHostPort } from "../kafka/admin.ts";
+import type { KafkaAdminClient } from "../kafka/admin.ts";
 import { dynamoClient, ensureTable } from "../store/client.ts";
 import { DynamoStore } from "../store/dynamo-store.ts";
 import { startEmbeddedStore } from "../store/embedded.ts";
 import { AgentMetrics } from "./agent-metrics.ts";
+import { adminClientOf, bootstrapServersOf, KafkaArgumentError } from "./kafka-args.ts";
 
 export const AGENT_USAGE = `usage: pacer agent --bootstrap-server HOST:PORT[,…] (--embedded | --pacer-url URL --cluster-id ID) [options]
   --command-config FILE     Kafka client properties: security.protocol, sasl.mechanism, sasl.jaas.config,
@@ -79,7 +80,14 @@ export async function agentCommand(argv: string[]): Promise<number> {
   try {
     return await agent(values);
   } catch (error) {
-    if (!(error instanceof UsageError || error instanceof ClientPropertiesError)) throw error;
+    if (
+      !(
+        error instanceof UsageError ||
+        error instanceof KafkaArgumentError ||
+        error instanceof ClientPropertiesError
+      )
+    )
+      throw error;
     console.error(`pacer agent: ${error.message}\n${AGENT_USAGE}`);
     return 2;
   }
@@ -102,15 +110,7 @@ async function agent(values: {
   "metrics-port"?: string;
   json: boolean;
 }): Promise<number> {
-  const servers = (values["bootstrap-server"] ?? "").split(",").filter((s) => s.trim() !== "");
-  if (servers.length === 0) throw new UsageError("--bootstrap-server is required");
-  for (const server of servers) {
-    try {
-      parseHostPort(server);
-    } catch (error) {
-      throw new UsageError(`--bootstrap-server: ${(error as Error).message}`);
-    }
-  }
+  const servers = bootstrapServersOf(values["bootstrap-server"]);
   if (values.embedded === (values["pacer-url"] !== undefined))
     throw new UsageError("give exactly one of --embedded and --pacer-url");
   if (values.scheduled && values.embedded)
@@ -126,13 +126,7 @@ async function agent(values: {
   )
     throw new UsageError("--metrics-port must be a port number");
 
-  const properties = values["command-config"]
-    ? parseProperties(readFileSync(values["command-config"], "utf8"))
-    : new Map<string, string>();
-  const kafka = new KafkaAdminClient({
-    bootstrapServers: servers,
-    ...clientOptionsOf(properties, (path) => readFileSync(path, "utf8")),
-  });
+  const kafka = adminClientOf(servers, values["command-config"]);
   const config = readConfig(values.config);
   const readLagBytes =
     values["read-lag-bytes"] || (config["leader.imbalance.election.wait.for.sync.max.lag.bytes"] ?? 0) > 0;

@@ -22,6 +22,8 @@ const USAGE = `usage:
   pacer serve                                     the HTTP service (PORT, PACER_DATA_DIR, ...: see README)
   pacer agent --bootstrap-server H:P (--embedded | --pacer-url URL --cluster-id ID) [--help]
                                                   paces a Kafka cluster: read, decide, elect
+  pacer wait --bootstrap-server H:P --broker N [--timeout 30m] [--leading 99] [--help]
+                                                  exits 0 once broker N is back: in sync and leading
   pacer simulate <scenario|FILE> --out DIR [--compare CONFIG.json]
                                                   a virtual-clock recovery: report, SVG charts, CSV
 Invalid input: exit code 2, an RFC 9457 problem on stderr, nothing on stdout.`;
@@ -122,6 +124,10 @@ async function main(argv: string[]): Promise<number> {
   if (argv[0] === "agent") {
     const { agentCommand } = await import("./agent-cli.ts");
     return agentCommand(argv.slice(1));
+  }
+  if (argv[0] === "wait") {
+    const { waitCommand } = await import("./wait-cli.ts");
+    return waitCommand(argv.slice(1));
   }
   const { positionals, values } = parseArgs({
     args: argv,

@@ -402,3 +402,62 @@ describe("elections on the real cluster", () => {
     expect(runs.filter((r) => r.elections.asked > 0).length).toBeGreaterThanOrEqual(Math.ceil(before / 4));
   });
 });
+
+describe("pacer wait, the check between two brokers of a rolling restart", () => {
+  const wait = (broker: number, timeout: string) =>
+    spawnPacer([
+      "wait",
+      "--bootstrap-server",
+      cluster.bootstrapServers,
+      "--broker",
+      String(broker),
+      "--timeout",
+      timeout,
+      "--interval",
+      "1s",
+    ]);
+  /** Every partition whose preferred replica is `id`, in every topic. */
+  const preferredBy = async (id: number) =>
+    (await readPartitions(cluster))
+      .filter((p) => p.replicas[0] === id)
+      .map(({ topic, partition }) => ({ topic, partition }));
+
+  it("exits 0 for a broker that is back, 1 at its timeout for a stopped one, 0 once a restarted one is in sync and leads", async () => {
+    await kafka.electPreferred(await preferredBy(1));
+    const back = wait(1, "30s");
+    expect(await back.exited).toBe(0);
+    expect(back.stdout()).toMatch(
+      /^broker 1: unfenced, in sync (\d+) \/ \1, leading (\d+) \/ \2 .*: ready$/m,
+    );
+
+    await cluster.stopBroker(3, "SIGTERM");
+    const down = wait(3, "3s");
+    expect(await down.exited).toBe(1);
+    // KRaft keeps a stopped broker registered and fenced.
+    expect(down.stderr()).toMatch(
+      /broker 3 is not ready after .*: fenced \(down, or not yet caught up with the metadata\); out of the ISR of (\d+) of its \1 partitions; leads 0 of its \d+ preferred partitions/,
+    );
+
+    // The operator's script: start it, then wait. Kafka hands it no leadership back by itself here
+    // (the balancer checks every 300 s); the elections below stand in for the pacer's ramp.
+    const restarted = wait(3, "120s");
+    await cluster.startBroker(3);
+    await waitFor(
+      async () =>
+        (await readPartitions(cluster)).every((p) => !p.replicas.includes(3) || p.isr.includes(3))
+          ? true
+          : undefined,
+      60_000,
+      "broker 3 back in every ISR",
+    );
+    await waitFor(
+      async () => (/: ramping/.test(restarted.stdout()) ? true : undefined),
+      10_000,
+      "pacer wait seeing broker 3 in sync but not leading",
+    );
+    expect(restarted.stdout()).not.toMatch(/: ready$/m);
+    await kafka.electPreferred(await preferredBy(3));
+    expect(await restarted.exited).toBe(0);
+    expect(restarted.stdout()).toMatch(/: ready$/m);
+  });
+});
