@@ -1,5 +1,6 @@
 import type { Hono } from "hono";
 import { type AppOptions, createApi } from "./api/app.ts";
+import { consolePaths } from "./console/paths.ts";
 import { addConsole } from "./console/routes.ts";
 
 /**
@@ -8,7 +9,7 @@ import { addConsole } from "./console/routes.ts";
  */
 // biome-ignore lint/suspicious/noExplicitAny: the console adds routes whatever the API's variables
 export function createApp(options: AppOptions): Hono<any> {
-  const app = createApi(options);
+  const app = createApi({ ...options, documentedPages: consolePaths() });
   addConsole(app, { store: options.store, clock: options.clock ?? Date.now, auth: options.auth });
   return app;
 }

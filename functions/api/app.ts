@@ -2,6 +2,7 @@ import { gzipSync } from "node:zlib";
 import type { Context } from "hono";
 import { Hono } from "hono";
 import { compress } from "hono/compress";
+import { BROKER_ID_RULE, MAX_BROKER_ID } from "../../schemas/checks.ts";
 import {
   type ConfigOverrides,
   ConfigOverrides as ConfigOverridesSchema,
@@ -14,6 +15,7 @@ import { SnapshotTooLargeError } from "../store/dynamo-store.ts";
 import { type PacerStore, StoreRejectedError, StoreUnavailableError } from "../store/store.ts";
 import { mayAccess, type TokenAuth } from "./auth.ts";
 import { parseJsonBytes, readBodyBytes, readJsonBody } from "./body.ts";
+import { brokerReadiness, type LastRun } from "./broker-readiness.ts";
 import heavyWork, { type HeavyResult, type HeavyTask } from "./heavy-work.ts";
 import { inProcess, managedRun, type RunnableRequest, type RunObserver } from "./managed-run.ts";
 import type { Offload } from "./offload.ts";
@@ -35,6 +37,8 @@ export interface AppOptions {
   retryAfterSeconds?: number;
   /** Told of every managed run: metrics and logs. */
   observer?: RunObserver;
+  /** Routes of pages served beside the API, for /openapi.json to list (the console's). */
+  documentedPages?: Record<string, unknown>;
   /** Prometheus exposition text for GET /metrics (the local server); absent: no such route. */
   metricsText?: () => Promise<string>;
 }
@@ -154,7 +158,7 @@ export function createApi(options: AppOptions): Hono<Env> {
     await store.ping();
     return c.json({ status: "ok" });
   });
-  app.get("/openapi.json", (c) => c.json(openApiDocument()));
+  app.get("/openapi.json", (c) => c.json(openApiDocument(options.documentedPages)));
   const { metricsText } = options;
   if (metricsText) {
     app.get("/metrics", async (c) =>
@@ -310,6 +314,21 @@ export function createApi(options: AppOptions): Hono<Env> {
     return c.body(null, 204);
   });
 
+  app.get("/v1/clusters/:clusterId/brokers/:brokerId", async (c) => {
+    const clusterId = c.req.param("clusterId");
+    const broker = Number(c.req.param("brokerId"));
+    if (!/^\d+$/.test(c.req.param("brokerId")) || broker > MAX_BROKER_ID)
+      return send(c, invalidInput([{ pointer: "/path/brokerId", detail: `expected ${BROKER_ID_RULE}` }]));
+    const [record, fleetConfig] = await Promise.all([store.getCluster(clusterId), store.getFleetConfig()]);
+    if (!record)
+      return send(c, problem("not-found", `No cluster "${clusterId}": PUT its config or run it first`));
+    const decisionId = record.lastDecision?.decisionId;
+    const decision = decisionId ? await store.getDecision(clusterId, decisionId) : null;
+    const run = decision ? (JSON.parse(decision.body) as LastRun) : null;
+    const config = effectiveConfig(fleetConfig, record.config);
+    return c.json(brokerReadiness(clusterId, broker, run, config, clock()));
+  });
+
   app.get("/v1/clusters/:clusterId/decisions", async (c) => {
     const clusterId = c.req.param("clusterId");
     const limit = intParam(c, "limit", 20, 100);
@@ -333,6 +352,7 @@ export function createApi(options: AppOptions): Hono<Env> {
     ["/v1/clusters/:clusterId/config", "PUT"],
     ["/v1/clusters/:clusterId/state", "DELETE"],
     ["/v1/clusters/:clusterId/decisions", "GET"],
+    ["/v1/clusters/:clusterId/brokers/:brokerId", "GET"],
     ["/v1/clusters/:clusterId/snapshot", "PUT"],
     ["/v1/fleet/config", "GET, PUT"],
   ];

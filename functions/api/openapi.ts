@@ -6,6 +6,7 @@ import { ClusterId, EvaluateRequest, ManagedEvaluateRequest } from "../../schema
 import { Snapshot } from "../../schemas/snapshot.ts";
 import { PacerState } from "../../schemas/state.ts";
 import {
+  BrokerReadinessView,
   ClusterView,
   DecisionList,
   FleetConfigView,
@@ -16,7 +17,7 @@ import {
 
 /** The OpenAPI document, generated from the same zod schemas that validate and type the service. */
 
-const REF = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+export const REF = (id: string) => ({ $ref: `#/components/schemas/${id}` });
 
 /** Every schema with an id, as OpenAPI components: inputs as accepted, outputs as sent. */
 function components(): Record<string, unknown> {
@@ -37,6 +38,7 @@ function components(): Record<string, unknown> {
       ProblemDetails,
       SnapshotMeta,
       FleetConfigView,
+      BrokerReadiness: BrokerReadinessView,
     }),
     "output",
   );
@@ -45,49 +47,6 @@ function components(): Record<string, unknown> {
     '"#/components/schemas/',
   );
   return JSON.parse(merged);
-}
-
-/** The web console's pages: HTML for people, listed so that the document names every route. */
-function consolePaths() {
-  const page = (summary: string, more: Record<string, unknown> = {}) => ({
-    summary,
-    tags: ["console"],
-    responses: {
-      200: { description: "A page", content: { "text/html": { schema: { type: "string" } } } },
-      401: { description: "Tokens are on and none was given: the sign-in page" },
-      ...more,
-    },
-  });
-  const cluster = [{ name: "clusterId", in: "path", required: true, schema: REF("ClusterId") }];
-  const asset = (type: string) => ({
-    get: {
-      summary: "The console's own stylesheet or script",
-      tags: ["console"],
-      responses: { 200: { description: "The file", content: { [type]: { schema: { type: "string" } } } } },
-    },
-  });
-  return {
-    "/": { get: page("The fleet: every cluster's state, sortable, filterable, paged") },
-    "/clusters/{clusterId}": {
-      get: {
-        ...page("A cluster: config and its sources, the gate, charts of recent runs, decisions"),
-        parameters: cluster,
-      },
-    },
-    "/clusters/{clusterId}/what-if": {
-      get: { ...page("The what-if form"), parameters: cluster },
-      post: {
-        ...page("The stored snapshot run under the cluster's config and under the overrides, side by side", {
-          400: { description: "The overrides are not valid: the form again, naming the problem" },
-        }),
-        parameters: cluster,
-      },
-    },
-    "/console/login": { post: page("Signs in with a token (form field token); 303 to the fleet") },
-    "/console/logout": { post: page("Signs out; 303 to the fleet") },
-    "/console/console.css": asset("text/css"),
-    "/console/console.js": asset("text/javascript"),
-  };
 }
 
 const json = (id: string) => ({ content: { "application/json": { schema: REF(id) } } });
@@ -103,7 +62,8 @@ const problems = (...statuses: number[]) =>
   );
 const clusterIdParameter = { name: "clusterId", in: "path", required: true, schema: REF("ClusterId") };
 
-export function openApiDocument(): Record<string, unknown> {
+/** The document; `pages`: the routes of pages served beside the API (the console's), to list too. */
+export function openApiDocument(pages: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     openapi: "3.0.3",
     info: {
@@ -202,6 +162,20 @@ export function openApiDocument(): Record<string, unknown> {
           },
         },
       },
+      "/v1/clusters/{clusterId}/brokers/{brokerId}": {
+        get: {
+          summary:
+            "Whether a broker is back after a restart, from the cluster's last run: for a rolling restart",
+          parameters: [
+            clusterIdParameter,
+            { name: "brokerId", in: "path", required: true, schema: { type: "integer", minimum: 0 } },
+          ],
+          responses: {
+            200: { description: "Ready or not, and why", ...json("BrokerReadiness") },
+            ...problems(400, 401, 403, 404, 503),
+          },
+        },
+      },
       "/v1/clusters/{clusterId}/snapshot": {
         put: {
           summary: "Store the cluster's latest snapshot for the scheduled tick",
@@ -251,7 +225,7 @@ export function openApiDocument(): Record<string, unknown> {
           },
         },
       },
-      ...consolePaths(),
+      ...pages,
     },
     components: { schemas: components() },
   };

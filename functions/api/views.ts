@@ -94,6 +94,25 @@ export const ClusterView = z
   })
   .meta({ id: "ClusterView" });
 
+export const BrokerReadinessView = z
+  .object({
+    clusterId: z.string(),
+    broker: z.number().int(),
+    ready: z
+      .boolean()
+      .describe(
+        "Back, as far as the last run saw: active, in sync on its preferred partitions, leading 99 % of them, and the run no older than pacer.snapshot.max.age.ms",
+      ),
+    reasons: z.array(z.string()).describe("What is missing, in words; empty when ready"),
+    recovery: BrokerRecovery.nullable().describe(
+      "null: the last run had nothing for it to take back and nothing holding it",
+    ),
+    lastRun: z
+      .object({ decisionId: z.string(), evaluatedAtMs: z.number().int(), ageMs: z.number().int() })
+      .nullable(),
+  })
+  .meta({ id: "BrokerReadiness" });
+
 export const FleetConfigView = z
   .object({ config: ConfigOverrides, effectiveConfig: ConfigOverrides.required() })
   .meta({ id: "FleetConfigView" });
