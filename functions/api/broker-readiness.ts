@@ -38,11 +38,14 @@ export function brokerReadiness(
   const ageMs = nowMs - run.evaluatedAtMs;
   const lastRun = { decisionId: run.decisionId, evaluatedAtMs: run.evaluatedAtMs, ageMs };
   const maxAgeMs = config["pacer.snapshot.max.age.ms"];
-  const row = run.brokers.find((b) => b.id === broker);
+  const found = run.brokers.find((b) => b.id === broker);
+  // A run stored before rows said how far along their broker is says nothing of it.
+  const row = typeof found?.preferred === "number" ? found : undefined;
   const recovery: BrokerRecovery | null = row
     ? (recoveryOf({ brokers: [row], nextDelayMs: run.nextDelayMs })[0] ?? null)
     : null;
   const reasons: string[] = [];
+  if (found && !row) reasons.push("the last run was stored by an earlier version: the next run will tell");
   if (ageMs > maxAgeMs)
     reasons.push(
       `the last run is ${formatSpan(ageMs)} old, more than pacer.snapshot.max.age.ms (${formatSpan(maxAgeMs)}): it says nothing of now`,
