@@ -8,6 +8,7 @@ export const DISPOSITIONS = [
   "elected",
   "skipped-gated",
   "deferred-cap",
+  "deferred-internal",
   "deferred-throttle",
   "rebalance-disabled",
   "reassigning",
@@ -85,6 +86,10 @@ export const BrokerRow = z
     elected: z.number().int(),
     skippedByGate: z.number().int(),
     deferredByThrottle: z.number().int().describe("Deferred by the cap or the throttle"),
+    deferredInternal: z
+      .number()
+      .int()
+      .describe("Extension: internal-topic partitions held until its other eligible partitions are back"),
   })
   .meta({ id: "BrokerRow" });
 export type BrokerRow = z.infer<typeof BrokerRow>;

@@ -84,6 +84,11 @@ export const CONFIG_KEYS = {
     default: 0,
     doc: "Extension: a broker is also gated while its out-of-sync replicas still have more than this many bytes to fetch (the snapshot's brokers[].lagBytes; a broker without it stays gated). 0 = off.",
   },
+  "leader.imbalance.election.internal.topics.last": {
+    schema: kafkaBoolean(),
+    default: false,
+    doc: "Extension: a broker's partitions of Kafka's internal topics (__consumer_offsets, __transaction_state, __share_group_state) are handed back only once it has no other eligible partition, so the coordinators move after the data.",
+  },
   "leader.imbalance.election.max.per.run": {
     schema: kafkaInteger(1, INT_MAX),
     default: 1000,

@@ -33,7 +33,11 @@ interface BrokerOutcome {
   elected: number;
   skippedByGate: number;
   deferredByThrottle: number;
+  deferredInternal: number;
 }
+
+/** Kafka's own topics, whose leaders are the group, transaction and share-group coordinators. */
+const INTERNAL_TOPICS = new Set(["__consumer_offsets", "__transaction_state", "__share_group_state"]);
 
 /**
  * One run of the preferred-leader balancer: a pure function of the snapshot, the effective config, the
@@ -62,7 +66,10 @@ export function evaluate({ snapshot, config, state, nowMs, explain = false }: Ru
       outcome.skippedByGate = eligible.length;
       markAll(tally, eligible, "skipped-gated");
     } else if (eligible.length > 0) {
-      candidateBuckets.push(inTopicPartitionOrder(eligible, snapshot.partitions));
+      const { now, later } = internalLast(eligible, snapshot.partitions, config);
+      outcome.deferredInternal = later.length;
+      markAll(tally, later, "deferred-internal");
+      candidateBuckets.push(inTopicPartitionOrder(now, snapshot.partitions));
     }
   }
 
@@ -78,10 +85,14 @@ export function evaluate({ snapshot, config, state, nowMs, explain = false }: Ru
     return { topic: partition.topic, partition: partition.partition, leader };
   });
   for (const outcome of outcomes.values()) {
-    if (!outcome.gated) outcome.deferredByThrottle = (outcome.tally?.eligible.length ?? 0) - outcome.elected;
+    if (!outcome.gated)
+      outcome.deferredByThrottle =
+        (outcome.tally?.eligible.length ?? 0) - outcome.elected - outcome.deferredInternal;
   }
 
-  const moreWorkRemains = elections.length >= maxPerRun;
+  // Internal partitions held back go in the next run, paced like a capped one, not a check interval later.
+  const heldInternal = [...outcomes.values()].some((o) => o.deferredInternal > 0);
+  const moreWorkRemains = elections.length >= maxPerRun || heldInternal;
   const nextState: PacerState = {
     brokers: [...outcomes].flatMap(([id, o]) => (o.entry ? [{ id, ...o.entry }] : [])),
     lastRunAtMs: nowMs,
@@ -120,7 +131,14 @@ function applyGate(
           maxWaitMs: config["leader.imbalance.election.wait.for.sync.max.wait.ms"],
         })
       : { gated: false, reason: active ? "algorithm-immediate" : "inactive", entry: undefined };
-    outcomes.set(id, { tally: brokerTally, ...step, elected: 0, skippedByGate: 0, deferredByThrottle: 0 });
+    outcomes.set(id, {
+      tally: brokerTally,
+      ...step,
+      elected: 0,
+      skippedByGate: 0,
+      deferredByThrottle: 0,
+      deferredInternal: 0,
+    });
   }
   return outcomes;
 }
@@ -148,6 +166,7 @@ function holdRun(
       elected: 0,
       skippedByGate: 0,
       deferredByThrottle: deferred === "throttle" ? eligible.length : 0,
+      deferredInternal: 0,
     });
   }
   return answerOf(tally, snapshot, config, outcomes, {
@@ -189,6 +208,23 @@ function gateTotal(brokerTally: BrokerTally | undefined, config: EffectiveConfig
 /** Its unguarded preferred partitions: the snapshot's own count, else those it lists. */
 const preferredOf = (brokerTally: BrokerTally | undefined): number =>
   brokerTally === undefined ? 0 : (brokerTally.preferredCount ?? brokerTally.unguardedListed);
+
+/**
+ * Extension (internal.topics.last): a broker's internal-topic partitions wait while it has any
+ * other eligible partition, so the coordinators it will lead move after the data they serve.
+ */
+function internalLast(
+  eligible: number[],
+  partitions: readonly Partition[],
+  config: EffectiveConfig,
+): { now: number[]; later: number[] } {
+  if (!config["leader.imbalance.election.internal.topics.last"]) return { now: eligible, later: [] };
+  const isInternal = (index: number) => INTERNAL_TOPICS.has((partitions[index] as Partition).topic);
+  const others = eligible.filter((index) => !isInternal(index));
+  return others.length > 0
+    ? { now: others, later: eligible.filter(isInternal) }
+    : { now: eligible, later: [] };
+}
 
 /** Inside a bucket: by topic (ordinal string order), then partition number. */
 function inTopicPartitionOrder(indices: number[], partitions: readonly Partition[]): number[] {
@@ -240,6 +276,7 @@ function answerOf(
       elected: o.elected,
       skippedByGate: o.skippedByGate,
       deferredByThrottle: o.deferredByThrottle,
+      deferredInternal: o.deferredInternal,
     });
     if (o.tally && o.tally.groupSize > 0) outOfSyncPreferredPartitionCount[id] = o.tally.outOfSync;
     electionsSkippedByGate += o.skippedByGate;

@@ -61,6 +61,7 @@ const configArb: fc.Arbitrary<ConfigOverrides> = fc.record({
   "leader.imbalance.election.wait.for.sync.threshold.basis": fc.constantFrom("imbalanced", "preferred"),
   "leader.imbalance.election.max.per.run": fc.integer({ min: 1, max: 20 }),
   "leader.imbalance.election.throttle.interval.ms": fc.constantFrom(0, 0, 700, 3000),
+  "leader.imbalance.election.internal.topics.last": fc.boolean(),
 });
 
 const stepsArb = fc.array(
@@ -163,8 +164,32 @@ describe("policy invariants", () => {
           const rows = answer.brokers;
           expect(rows.reduce((n, r) => n + r.elected, 0)).toBe(answer.elections.length);
           for (const row of rows) {
-            const eligible = row.elected + row.skippedByGate + row.deferredByThrottle;
+            const eligible = row.elected + row.skippedByGate + row.deferredByThrottle + row.deferredInternal;
             if (answer.deferred !== "rebalance-disabled") expect(eligible).toBe(row.eligible);
+          }
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it("with internal.topics.last, hands a broker an internal partition only when no other is eligible", () => {
+    fc.assert(
+      fc.property(configArb, stepsArb, (config, steps) => {
+        if (!config["leader.imbalance.election.internal.topics.last"]) return;
+        for (const { answer } of runSequence(config, steps)) {
+          const taken = new Set(["elected", "deferred-cap"]);
+          for (const row of answer.brokers) {
+            const own = answer.partitions!.filter(
+              (p) => p.preferredReplica === row.id && taken.has(p.disposition),
+            );
+            const internal = own.filter((p) => p.topic === "__consumer_offsets");
+            // Either all it takes this run is internal, or none of it is and the internal ones wait.
+            if (internal.length > 0) expect(own.every((p) => p.topic === "__consumer_offsets")).toBe(true);
+            if (row.deferredInternal > 0) {
+              expect(internal).toEqual([]);
+              expect(answer.moreWorkRemains).toBe(true);
+            }
           }
         }
       }),
@@ -179,7 +204,9 @@ describe("policy invariants", () => {
           const open = answer.brokers.filter((r) => !r.gated && r.eligible > 0);
           for (const a of open) {
             for (const b of open)
-              expect(a.elected).toBeGreaterThanOrEqual(Math.min(a.eligible, b.elected - 1));
+              expect(a.elected).toBeGreaterThanOrEqual(
+                Math.min(a.eligible - a.deferredInternal, b.elected - 1),
+              );
           }
         }
       }),

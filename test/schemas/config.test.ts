@@ -14,6 +14,7 @@ describe("configuration", () => {
       "leader.imbalance.election.wait.for.sync.max.wait.ms": 1_800_000,
       "leader.imbalance.election.wait.for.sync.threshold.basis": "imbalanced",
       "leader.imbalance.election.wait.for.sync.max.lag.bytes": 0,
+      "leader.imbalance.election.internal.topics.last": false,
       "leader.imbalance.election.max.per.run": 1000,
       "leader.imbalance.election.throttle.interval.ms": 0,
       "pacer.tick.enabled": false,
