@@ -3,12 +3,19 @@ import { KafkaCluster } from "../../devkit/kafka/cluster.ts";
 import {
   type AgentRunLine,
   createEvenTopics,
+  evenReplicas,
+  LeadershipWatcher,
   largestBurst,
+  produceUneven,
   RECOVERY_PACING,
   type RecoveryResult,
   runRecovery,
+  setReplicationThrottle,
+  startAgent,
   startPacerServe,
+  waitFor,
 } from "../../devkit/kafka/recovery.ts";
+import { spawnPacer } from "../../devkit/processes.ts";
 
 /**
  * The recovery of the issue on Apache Kafka 4.1: a broker stopped, 200 MB produced with acks=all while
@@ -141,6 +148,73 @@ describe("a broker's recovery on a real Kafka cluster", () => {
         if (x.elected < x.eligible) expect(y.elected).toBeLessThanOrEqual(x.elected + 1);
       }
     }
+  });
+
+  it("a rolling restart of all three under load, paced by the agent, each broker waited for with pacer wait", async () => {
+    // The operator's script: for each broker, stop it, (traffic goes on: 80 MB produced while it is
+    // down), start it, run pacer wait, go on. The agent paces the whole time.
+    const watcher = new LeadershipWatcher(cluster, TOPICS);
+    const agent = startAgent(cluster, { kind: "agent-embedded" });
+    const waits: string[] = [];
+    try {
+      await setReplicationThrottle(cluster, 5 * MB);
+      for (const broker of cluster.brokerIds()) {
+        await cluster.stopBroker(broker, "SIGTERM");
+        await produceUneven(cluster, TOPICS, PARTITIONS_PER_TOPIC, 80 * MB);
+        await cluster.startBroker(broker);
+        const wait = spawnPacer([
+          "wait",
+          "--bootstrap-server",
+          cluster.bootstrapServers,
+          "--broker",
+          String(broker),
+          "--timeout",
+          "180s",
+          "--interval",
+          "1s",
+        ]);
+        const code = await wait.exited;
+        waits.push(wait.stdout());
+        expect(code, `pacer wait --broker ${broker}\n${wait.stdout()}${wait.stderr()}`).toBe(0);
+      }
+      // Balanced at the end: every broker leads all of its preferred partitions.
+      await waitFor(
+        async () => {
+          const last = watcher.samples.at(-1);
+          return last && cluster.brokerIds().every((id) => last.leads[id] === PREFERRED_PER_BROKER)
+            ? true
+            : undefined;
+        },
+        60_000,
+        "every broker leading its preferred partitions",
+      );
+    } finally {
+      await setReplicationThrottle(cluster, 0);
+      await agent.stop();
+      await watcher.stop();
+    }
+    const result = { moves: watcher.moves } as RecoveryResult;
+    const runs = agent.runs().filter((r) => r.error === undefined);
+    for (const broker of cluster.brokerIds()) {
+      // Each in turn: held back while behind, then ramped; nothing onto it while over the threshold.
+      expect(overThresholdMoves(result, broker)).toEqual([]);
+      expect(runs.some((r) => r.heldBack.some((b) => b.id === broker && b.reason === "over-threshold"))).toBe(
+        true,
+      );
+      // The agent's moves back (not Kafka's own, off a broker being stopped): at most a cap a run.
+      const back = watcher.moves.filter(
+        (m) => evenReplicas(cluster.brokerIds(), TOPICS.indexOf(m.topic), m.partition)[0] === m.to,
+      );
+      expect(largestBurst(back, 1000, broker)).toBeLessThanOrEqual(
+        RECOVERY_PACING["leader.imbalance.election.max.per.run"],
+      );
+    }
+    // Never two brokers out of sync at once: pacer wait let the script go on only once one was back.
+    for (const sample of watcher.samples) {
+      const behind = cluster.brokerIds().filter((id) => (sample.outOfSync[id] ?? 0) > 0);
+      expect(behind.length, `at ${sample.atMs}`).toBeLessThanOrEqual(1);
+    }
+    for (const out of waits) expect(out).toMatch(/: ramping/);
   });
 
   it("Kafka's own balancer, the baseline, hands leadership back while the broker is still behind", async () => {
