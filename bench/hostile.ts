@@ -1,8 +1,5 @@
-import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import { startPacerServe } from "../devkit/processes.ts";
 
 /**
  * A hostile client: 10,000 bad requests of the kinds below in a seeded random mix, 16 at a time,
@@ -26,34 +23,6 @@ function seeded(seed: number): () => number {
   return () => {
     state = (state * 1664525 + 1013904223) >>> 0;
     return state / 2 ** 32;
-  };
-}
-
-async function serve(): Promise<{ url: string; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, ["bin/pacer.js", "serve"], {
-    env: {
-      ...process.env,
-      PORT: "0",
-      PACER_TICK_SECONDS: "0",
-      PACER_DATA_DIR: mkdtempSync(join(tmpdir(), "pacer-hostile-")),
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const url = await new Promise<string>((resolve) => {
-    let out = "";
-    child.stdout.on("data", (chunk) => {
-      out += chunk;
-      const match = /listening on (http:\/\/\S+)/.exec(out);
-      if (match) resolve(match[1] as string);
-    });
-  });
-  return {
-    url,
-    stop: () =>
-      new Promise((resolve) => {
-        child.once("exit", () => resolve());
-        child.kill("SIGTERM");
-      }),
   };
 }
 
@@ -143,7 +112,7 @@ async function send(url: string, hostile: Hostile): Promise<{ ms: number; outcom
   }
 }
 
-const server = await serve();
+const server = await startPacerServe();
 const routes = [`${server.url}/v1/evaluate`, `${server.url}/v1/clusters/hostile/evaluate`];
 const names = Object.keys(KINDS);
 

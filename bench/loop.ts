@@ -1,7 +1,4 @@
-import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { startPacerServe } from "../devkit/processes.ts";
 import { recoveringCluster } from "./cluster.ts";
 
 /**
@@ -15,35 +12,6 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const percentile = (values: number[], p: number) =>
   [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))] ??
   NaN;
-
-async function serve(env: Record<string, string>): Promise<{ url: string; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, ["bin/pacer.js", "serve"], {
-    env: {
-      ...process.env,
-      PORT: "0",
-      PACER_TICK_SECONDS: "0",
-      PACER_DATA_DIR: mkdtempSync(join(tmpdir(), "pacer-loop-")),
-      ...env,
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const url = await new Promise<string>((resolve) => {
-    let out = "";
-    child.stdout.on("data", (chunk) => {
-      out += chunk;
-      const match = /listening on (http:\/\/\S+)/.exec(out);
-      if (match) resolve(match[1] as string);
-    });
-  });
-  return {
-    url,
-    stop: () =>
-      new Promise((resolve) => {
-        child.once("exit", () => resolve());
-        child.kill("SIGTERM");
-      }),
-  };
-}
 
 const large = JSON.stringify({
   snapshot: recoveringCluster({
@@ -68,7 +36,7 @@ const post = (url: string, body: string) =>
   });
 
 async function measure(label: string, env: Record<string, string>) {
-  const server = await serve(env);
+  const server = await startPacerServe(env);
   const until = Date.now() + SECONDS * 1000;
   let largeDone = 0;
   const heavy = async () => {

@@ -435,31 +435,3 @@ function parseRuns(stdout: string): AgentRunLine[] {
     .filter((line) => line.startsWith("{"))
     .map((line) => JSON.parse(line) as AgentRunLine);
 }
-
-/** `pacer serve` as its own process on a free port and a fresh embedded store. */
-export async function startPacerServe(env: Record<string, string> = {}) {
-  const dir = mkdtempSync(join(tmpdir(), "pacer-serve-"));
-  const serve = spawnPacer(["serve"], {
-    env: { PORT: "0", PACER_DATA_DIR: join(dir, "data"), PACER_TICK_SECONDS: "0", ...env },
-  });
-  const { child } = serve;
-  const url = await new Promise<string>((resolve, reject) => {
-    const onData = () => {
-      const match = /listening on (http:\/\/\S+)/.exec(serve.stdout());
-      if (match) resolve(match[1] as string);
-    };
-    child.stdout?.on("data", onData);
-    child.once("exit", (code) =>
-      reject(new Error(`pacer serve exited (${code}):\n${serve.stdout()}${serve.stderr()}`)),
-    );
-  });
-  return {
-    url,
-    output: () => `${serve.stdout()}${serve.stderr()}`,
-    async stop() {
-      if (child.exitCode === null) child.kill("SIGTERM");
-      await serve.exited;
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}

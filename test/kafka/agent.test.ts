@@ -11,10 +11,9 @@ import {
   readPartitions,
   setReplicationThrottle,
   startAgent,
-  startPacerServe,
   waitFor,
 } from "../../devkit/kafka/recovery.ts";
-import { spawnPacer } from "../../devkit/processes.ts";
+import { spawnPacer, startPacerServe } from "../../devkit/processes.ts";
 import type { ClusterRead } from "../../functions/agent/snapshot.ts";
 import { snapshotOf } from "../../functions/agent/snapshot.ts";
 import { KafkaAdminClient, parseHostPort } from "../../functions/kafka/admin.ts";

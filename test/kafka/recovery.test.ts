@@ -12,10 +12,9 @@ import {
   runRecovery,
   setReplicationThrottle,
   startAgent,
-  startPacerServe,
   waitFor,
 } from "../../devkit/kafka/recovery.ts";
-import { spawnPacer } from "../../devkit/processes.ts";
+import { spawnPacer, startPacerServe } from "../../devkit/processes.ts";
 
 /**
  * The recovery of the issue on Apache Kafka 4.1: a broker stopped, 200 MB produced with acks=all while
