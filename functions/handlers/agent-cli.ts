@@ -14,7 +14,7 @@ import { dynamoClient, ensureTable } from "../store/client.ts";
 import { DynamoStore } from "../store/dynamo-store.ts";
 import { startEmbeddedStore } from "../store/embedded.ts";
 import { AgentMetrics } from "./agent-metrics.ts";
-import { adminClientOf, bootstrapServersOf, KafkaArgumentError } from "./kafka-args.ts";
+import { adminClientOf, bootstrapServersOf, readCluster, UsageError } from "./kafka-args.ts";
 
 export const AGENT_USAGE = `usage: pacer agent --bootstrap-server HOST:PORT[,…] (--embedded | --pacer-url URL --cluster-id ID) [options]
   --command-config FILE     Kafka client properties: security.protocol, sasl.mechanism, sasl.jaas.config,
@@ -34,8 +34,6 @@ export const AGENT_USAGE = `usage: pacer agent --bootstrap-server HOST:PORT[,…
                             on whenever --config sets …wait.for.sync.max.lag.bytes)
   --metrics-port N          Prometheus metrics at http://127.0.0.1:N/metrics
   --json                    one JSON object per run instead of a line for a person`;
-
-class UsageError extends Error {}
 
 function readConfig(file: string | undefined): ConfigOverrides {
   if (!file) return {};
@@ -80,14 +78,7 @@ export async function agentCommand(argv: string[]): Promise<number> {
   try {
     return await agent(values);
   } catch (error) {
-    if (
-      !(
-        error instanceof UsageError ||
-        error instanceof KafkaArgumentError ||
-        error instanceof ClientPropertiesError
-      )
-    )
-      throw error;
+    if (!(error instanceof UsageError || error instanceof ClientPropertiesError)) throw error;
     console.error(`pacer agent: ${error.message}\n${AGENT_USAGE}`);
     return 2;
   }
@@ -195,13 +186,7 @@ async function agent(values: {
  */
 function clusterAccessOf(kafka: KafkaAdminClient, readLagBytes: boolean): ClusterAccess {
   return {
-    async read() {
-      const { brokers } = await kafka.describeCluster();
-      const partitions = await kafka.describePartitions();
-      const reassigning = await kafka.listReassignments();
-      const replicaSizes = readLagBytes ? await kafka.replicaSizes() : undefined;
-      return { brokers, partitions, reassigning, replicaSizes };
-    },
+    read: () => readCluster(kafka, readLagBytes),
     electPreferred: (partitions) => kafka.electPreferred(partitions),
   };
 }

@@ -1,20 +1,21 @@
 import { readFileSync } from "node:fs";
 import { clientOptionsOf, parseProperties } from "../agent/client-properties.ts";
+import type { ClusterRead } from "../agent/snapshot.ts";
 import { KafkaAdminClient, parseHostPort } from "../kafka/admin.ts";
 
 /** The Kafka options pacer agent and pacer wait share: where the cluster is and how to reach it. */
 
-/** A bad --bootstrap-server: the command prints it with its usage and exits 2. */
-export class KafkaArgumentError extends Error {}
+/** A bad argument: the command prints it with its usage and exits 2. */
+export class UsageError extends Error {}
 
 export function bootstrapServersOf(value: string | undefined): string[] {
   const servers = (value ?? "").split(",").filter((s) => s.trim() !== "");
-  if (servers.length === 0) throw new KafkaArgumentError("--bootstrap-server is required");
+  if (servers.length === 0) throw new UsageError("--bootstrap-server is required");
   for (const server of servers) {
     try {
       parseHostPort(server);
     } catch (error) {
-      throw new KafkaArgumentError(`--bootstrap-server: ${(error as Error).message}`);
+      throw new UsageError(`--bootstrap-server: ${(error as Error).message}`);
     }
   }
   return servers;
@@ -29,4 +30,13 @@ export function adminClientOf(servers: string[], commandConfig: string | undefin
     bootstrapServers: servers,
     ...clientOptionsOf(properties, (path) => readFileSync(path, "utf8")),
   });
+}
+
+/** One read of the cluster: three admin calls, four with the replicas' sizes (the max-lag-bytes gate). */
+export async function readCluster(kafka: KafkaAdminClient, withReplicaSizes = false): Promise<ClusterRead> {
+  const { brokers } = await kafka.describeCluster();
+  const partitions = await kafka.describePartitions();
+  const reassigning = await kafka.listReassignments();
+  const replicaSizes = withReplicaSizes ? await kafka.replicaSizes() : undefined;
+  return { brokers, partitions, reassigning, replicaSizes };
 }

@@ -3,7 +3,7 @@ import { ClientPropertiesError } from "../agent/client-properties.ts";
 import { type ProgressSample, type Readiness, readinessOf, timeLeftMs } from "../agent/readiness.ts";
 import { formatSpan } from "../format/text.ts";
 import type { KafkaAdminClient } from "../kafka/admin.ts";
-import { adminClientOf, bootstrapServersOf, KafkaArgumentError } from "./kafka-args.ts";
+import { adminClientOf, bootstrapServersOf, readCluster, UsageError } from "./kafka-args.ts";
 
 export const WAIT_USAGE = `usage: pacer wait --bootstrap-server HOST:PORT[,…] --broker N [options]
   Exits 0 once broker N is registered and unfenced, in the ISR of every partition it hosts, and leads
@@ -14,8 +14,6 @@ export const WAIT_USAGE = `usage: pacer wait --bootstrap-server HOST:PORT[,…] 
   --timeout DURATION        e.g. 30m, 90s, 1h (default 30m)
   --interval DURATION       how often it reads the cluster (default 5s)
   --command-config FILE     Kafka client properties, as for pacer agent`;
-
-class UsageError extends Error {}
 
 /** "30m", "90s", "1h", "500ms", or a number of milliseconds. */
 export function parseDuration(text: string): number | null {
@@ -77,14 +75,7 @@ export async function waitCommand(argv: string[]): Promise<number> {
       await kafka.close().catch(() => undefined);
     }
   } catch (error) {
-    if (
-      !(
-        error instanceof UsageError ||
-        error instanceof KafkaArgumentError ||
-        error instanceof ClientPropertiesError
-      )
-    )
-      throw error;
+    if (!(error instanceof UsageError || error instanceof ClientPropertiesError)) throw error;
     console.error(`pacer wait: ${(error as Error).message}\n${WAIT_USAGE}`);
     return 2;
   }
@@ -100,11 +91,7 @@ async function waitForBroker(
   let lastFailure = "";
   for (;;) {
     try {
-      const read = {
-        brokers: (await kafka.describeCluster()).brokers,
-        partitions: await kafka.describePartitions(),
-        reassigning: await kafka.listReassignments(),
-      };
+      const read = await readCluster(kafka);
       last = readinessOf(read, options.broker, options.leading);
       lastFailure = "";
       samples.push({ atMs: Date.now(), inSync: last.inSync, leading: last.leading });
