@@ -16,12 +16,14 @@ import { setTimeout as delay } from "node:timers/promises";
 import { KafkaAdminClient } from "../../functions/kafka/admin.ts";
 import { mavenClasspath } from "../maven.ts";
 import { freePort } from "../processes.ts";
+import { type KafkaRelease, NEWEST } from "./versions.ts";
 
 /**
- * A real Apache Kafka KRaft cluster for the tests: the official jars from Maven Central (test/kafka/
- * pom.xml, fetched by Maven into its local repository once), one controller and N brokers as separate
- * JVMs on loopback with free ports. Brokers can be stopped (SIGTERM: controlled shutdown; SIGKILL:
- * unclean) and started again on the same log dirs.
+ * A real Apache Kafka cluster for the tests: the official jars from Maven Central (devkit/kafka/pom.xml,
+ * fetched by Maven into its local repository once per release), and N brokers beside one KRaft
+ * controller or, for a 3.x release in ZooKeeper mode, one ZooKeeper server, each a JVM of its own on
+ * loopback with free ports. Brokers can be stopped (SIGTERM: controlled shutdown; SIGKILL: unclean) and
+ * started again on the same log dirs.
  */
 
 const POM = resolve("devkit/kafka/pom.xml");
@@ -34,8 +36,12 @@ process.once("exit", () => {
   for (const child of running) child.kill("SIGKILL");
 });
 
-/** The jars' classpath, resolved by Maven the first time (and whenever the POM changes). */
-export const kafkaClasspath = () => mavenClasspath(POM, CACHE);
+/** A release's jars (with ZooKeeper's for ZooKeeper mode), resolved by Maven the first time. */
+export const kafkaClasspath = (release: KafkaRelease = NEWEST) =>
+  mavenClasspath(POM, join(CACHE, `${release.version}-${release.mode}`), {
+    "kafka.version": release.version,
+    ...(release.zookeeper ? { "zookeeper.version": release.zookeeper } : {}),
+  });
 
 const LOG4J = `status = warn
 appender.file.type = Console
@@ -47,18 +53,39 @@ rootLogger.appenderRef.out.ref = out
 logger.controller.name = org.apache.kafka.controller
 logger.controller.level = info
 `;
+/** The same for Kafka 3.x, whose SLF4J binding is reload4j (log4j 1). */
+const LOG4J_1 = `log4j.rootLogger=WARN, out
+log4j.appender.out=org.apache.log4j.ConsoleAppender
+log4j.appender.out.layout=org.apache.log4j.PatternLayout
+log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.org.apache.kafka.controller=INFO
+log4j.logger.kafka.controller=INFO
+`;
 
 type Properties = Record<string, string | number | boolean>;
 
+/** The pacer is the balancer unless a test turns Kafka's own on. */
+const balancerDefaults: Properties = {
+  "auto.leader.rebalance.enable": false,
+  "leader.imbalance.check.interval.seconds": 5,
+};
+
 export interface KafkaClusterOptions {
+  /** The release to run (default {@link NEWEST}); its mode decides KRaft controller or ZooKeeper. */
+  release?: KafkaRelease;
   brokers?: number;
-  /** Extra controller properties, e.g. `auto.leader.rebalance.enable`. */
+  /**
+   * Extra controller properties, e.g. `auto.leader.rebalance.enable`. In ZooKeeper mode every broker
+   * gets them: any broker may be elected controller.
+   */
   controller?: Properties;
   /** Extra properties for every broker. */
   broker?: Properties;
   /**
-   * A second listener on every broker, SASL_PLAINTEXT with PLAIN and SCRAM-SHA-256, for this user
-   * (the PLAIN password in the broker's JAAS line, the SCRAM credential in the bootstrap metadata).
+   * A second listener on every broker, SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, for
+   * this user (the PLAIN password in the broker's JAAS line, the SCRAM credentials in the bootstrap
+   * metadata); SASL_SSL listeners take the same.
+   * KRaft only.
    */
   saslUser?: { username: string; password: string };
   /**
@@ -67,17 +94,62 @@ export interface KafkaClusterOptions {
    * controller); without it every node listens on loopback on a free port.
    */
   placement?: { host(id: number): string; prefix(id: number): string[] };
+  /** TLS listeners on every broker beside PLAINTEXT (KRaft only; certificates: ./certificates.ts). */
+  tlsListeners?: TlsListener[];
   /** The jars to run (default: {@link kafkaClasspath}'s Kafka version). */
   classpath?: string;
   /** Heap per broker JVM (default 512 MiB). */
   brokerHeapMb?: number;
 }
 
+export interface TlsListener {
+  /** The listener's name, upper case: "SSL", "MTLS", … */
+  name: string;
+  /** SASL_SSL takes the cluster's `saslUser` with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512. */
+  protocol: "SSL" | "SASL_SSL";
+  /** A PEM file with the broker's private key (PKCS#8, unencrypted) and certificate. */
+  keystore: string;
+  /** A PEM file with the CA the broker trusts for client certificates. */
+  truststore: string;
+  /** `ssl.client.auth=required`: the client must present a certificate the truststore verifies. */
+  clientAuth?: boolean;
+}
+
+const SASL_MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
+
+/** Per-listener SASL settings: every mechanism, PLAIN's password in its JAAS line, SCRAM's in the metadata. */
+function saslListenerProperties(listener: string, user: { username: string; password: string }): Properties {
+  const prefix = `listener.name.${listener.toLowerCase()}`;
+  return {
+    [`${prefix}.sasl.enabled.mechanisms`]: SASL_MECHANISMS.join(","),
+    [`${prefix}.plain.sasl.jaas.config`]: `org.apache.kafka.common.security.plain.PlainLoginModule required user_${user.username}="${user.password}";`,
+    [`${prefix}.scram-sha-256.sasl.jaas.config`]:
+      "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+    [`${prefix}.scram-sha-512.sasl.jaas.config`]:
+      "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+  };
+}
+
+function tlsListenerProperties(listener: TlsListener): Properties {
+  const prefix = `listener.name.${listener.name.toLowerCase()}`;
+  return {
+    [`${prefix}.ssl.keystore.type`]: "PEM",
+    [`${prefix}.ssl.keystore.location`]: listener.keystore,
+    [`${prefix}.ssl.truststore.type`]: "PEM",
+    [`${prefix}.ssl.truststore.location`]: listener.truststore,
+    [`${prefix}.ssl.client.auth`]: listener.clientAuth ? "required" : "none",
+  };
+}
+
 interface Node {
+  /** A KRaft controller, a ZooKeeper server (ZooKeeper mode's stand-in for one) or a broker. */
+  role: "controller" | "zookeeper" | "broker";
   id: number;
   host: string;
   port: number;
   saslPort?: number;
+  /** Each TLS listener's port, by name. */
+  tlsPorts: Map<string, number>;
   dir: string;
   properties: Properties;
   process?: ChildProcess;
@@ -87,40 +159,54 @@ export class KafkaCluster {
   private constructor(
     readonly dir: string,
     private readonly classpath: string,
+    readonly release: KafkaRelease,
     private readonly controller: Node,
     private readonly brokerNodes: Map<number, Node>,
     private readonly options: KafkaClusterOptions,
   ) {}
 
-  /** Formats storage for one controller and `brokers` brokers (ids 1..N) and starts them all. */
+  /**
+   * Starts a cluster of `brokers` brokers (ids 1..N): in KRaft mode storage is formatted for them and
+   * one controller first; in ZooKeeper mode a ZooKeeper server is started first.
+   */
   static async start(options: KafkaClusterOptions = {}): Promise<KafkaCluster> {
-    const classpath = options.classpath ?? kafkaClasspath();
+    const release = options.release ?? NEWEST;
+    const zookeeperMode = release.mode === "zookeeper";
+    if (zookeeperMode && (options.saslUser || options.tlsListeners))
+      throw new Error("saslUser and tlsListeners are for KRaft clusters only");
+    const tlsListeners = options.tlsListeners ?? [];
+    if (tlsListeners.some((l) => l.protocol === "SASL_SSL") && !options.saslUser)
+      throw new Error("a SASL_SSL listener needs a saslUser");
+    const classpath = options.classpath ?? kafkaClasspath(release);
     const dir = mkdtempSync(join(tmpdir(), "pacer-kafka-"));
     writeFileSync(join(dir, "log4j2.properties"), LOG4J);
+    writeFileSync(join(dir, "log4j.properties"), LOG4J_1);
     const placement = options.placement;
     const hostOf = (id: number) => placement?.host(id) ?? "127.0.0.1";
     const portOf = async (fixed: number) => (placement ? fixed : await freePort());
     const controllerHost = hostOf(CONTROLLER_ID);
-    const controllerPort = await portOf(9093);
+    const controllerPort = await portOf(zookeeperMode ? 2181 : 9093);
     const voters = `${CONTROLLER_ID}@${controllerHost}:${controllerPort}`;
     const controller: Node = {
+      role: zookeeperMode ? "zookeeper" : "controller",
       id: CONTROLLER_ID,
       host: controllerHost,
       port: controllerPort,
+      tlsPorts: new Map(),
       dir: join(dir, "controller"),
-      properties: {
-        "process.roles": "controller",
-        "node.id": CONTROLLER_ID,
-        "controller.quorum.voters": voters,
-        listeners: `CONTROLLER://${controllerHost}:${controllerPort}`,
-        "controller.listener.names": "CONTROLLER",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
-        "log.dirs": join(dir, "controller", "data"),
-        // The pacer is the balancer unless a test turns Kafka's own on.
-        "auto.leader.rebalance.enable": false,
-        "leader.imbalance.check.interval.seconds": 5,
-        ...options.controller,
-      },
+      properties: zookeeperMode
+        ? {}
+        : {
+            "process.roles": "controller",
+            "node.id": CONTROLLER_ID,
+            "controller.quorum.voters": voters,
+            listeners: `CONTROLLER://${controllerHost}:${controllerPort}`,
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+            "log.dirs": join(dir, "controller", "data"),
+            ...balancerDefaults,
+            ...options.controller,
+          },
     };
     const brokerNodes = new Map<number, Node>();
     for (let id = 1; id <= (options.brokers ?? 3); id++) {
@@ -128,34 +214,53 @@ export class KafkaCluster {
       const port = await portOf(9092);
       const user = options.saslUser;
       const saslPort = user ? await portOf(9094) : undefined;
+      const tlsPorts = new Map<string, number>();
+      for (const [i, listener] of tlsListeners.entries()) tlsPorts.set(listener.name, await portOf(9095 + i));
       const listeners = [
         `PLAINTEXT://${host}:${port}`,
         ...(user ? [`SASL_PLAINTEXT://${host}:${saslPort}`] : []),
+        ...tlsListeners.map((l) => `${l.name}://${host}:${tlsPorts.get(l.name)}`),
       ];
+      const protocolMap = [
+        "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        ...tlsListeners.map((l) => `${l.name}:${l.protocol}`),
+      ].join(",");
+      const roleProperties: Properties = zookeeperMode
+        ? {
+            "broker.id": id,
+            "zookeeper.connect": `${controllerHost}:${controllerPort}`,
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
+            ...balancerDefaults,
+            ...options.controller,
+          }
+        : {
+            "process.roles": "broker",
+            "node.id": id,
+            "controller.quorum.voters": voters,
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": protocolMap,
+          };
       brokerNodes.set(id, {
+        role: "broker",
         id,
         host,
         port,
         saslPort,
+        tlsPorts,
         dir: join(dir, `broker-${id}`),
         properties: {
-          "process.roles": "broker",
-          "node.id": id,
-          "controller.quorum.voters": voters,
+          ...roleProperties,
           listeners: listeners.join(","),
           "advertised.listeners": listeners.join(","),
           "inter.broker.listener.name": "PLAINTEXT",
-          "controller.listener.names": "CONTROLLER",
-          "listener.security.protocol.map":
-            "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
-          ...(user
-            ? {
-                "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
-                "listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_${user.username}="${user.password}";`,
-                "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config":
-                  "org.apache.kafka.common.security.scram.ScramLoginModule required;",
-              }
-            : {}),
+          ...(user ? saslListenerProperties("SASL_PLAINTEXT", user) : {}),
+          ...Object.assign(
+            {},
+            ...tlsListeners.map((l) => ({
+              ...tlsListenerProperties(l),
+              ...(l.protocol === "SASL_SSL" && user ? saslListenerProperties(l.name, user) : {}),
+            })),
+          ),
           "log.dirs": join(dir, `broker-${id}`, "data"),
           "num.network.threads": 2,
           "num.io.threads": 4,
@@ -167,19 +272,22 @@ export class KafkaCluster {
         },
       });
     }
-    const cluster = new KafkaCluster(dir, classpath, controller, brokerNodes, options);
-    const clusterId = newClusterId();
-    const scram = options.saslUser
-      ? [
-          "--add-scram",
-          `SCRAM-SHA-256=[name=${options.saslUser.username},password=${options.saslUser.password}]`,
-        ]
-      : [];
-    await Promise.all(
-      [controller, ...brokerNodes.values()].map((node) =>
-        cluster.format(node, clusterId, node === controller ? scram : []),
-      ),
-    );
+    const cluster = new KafkaCluster(dir, classpath, release, controller, brokerNodes, options);
+    if (!zookeeperMode) {
+      const clusterId = newClusterId();
+      const user = options.saslUser;
+      const scram = user
+        ? ["SCRAM-SHA-256", "SCRAM-SHA-512"].flatMap((mechanism) => [
+            "--add-scram",
+            `${mechanism}=[name=${user.username},password=${user.password}]`,
+          ])
+        : [];
+      await Promise.all(
+        [controller, ...brokerNodes.values()].map((node) =>
+          cluster.format(node, clusterId, node === controller ? scram : []),
+        ),
+      );
+    }
     try {
       cluster.launch(controller);
       for (const node of brokerNodes.values()) cluster.launch(node);
@@ -198,6 +306,18 @@ export class KafkaCluster {
   /** The SASL_PLAINTEXT listeners, when the cluster was started with a `saslUser`. */
   get saslBootstrapServers(): string {
     return [...this.brokerNodes.values()].map((n) => `${n.host}:${n.saslPort}`).join(",");
+  }
+
+  /** The brokers whose JVM runs, with their PLAINTEXT listener. */
+  runningBrokers(): { id: number; host: string; port: number }[] {
+    return [...this.brokerNodes.values()]
+      .filter((n) => n.process)
+      .map(({ id, host, port }) => ({ id, host, port }));
+  }
+
+  /** A TLS listener's bootstrap servers, by its name. */
+  tlsBootstrapServers(name: string): string {
+    return [...this.brokerNodes.values()].map((n) => `${n.host}:${n.tlsPorts.get(name)}`).join(",");
   }
 
   brokerIds(): number[] {
@@ -234,6 +354,7 @@ export class KafkaCluster {
 
   /** Restarts the controller with other properties (Kafka's balancer settings are read only at start). */
   async restartController(overrides: Properties): Promise<void> {
+    if (this.controller.role !== "controller") throw new Error("no KRaft controller in ZooKeeper mode");
     await this.stop(this.controller, "SIGTERM");
     this.launch(this.controller, overrides);
     await this.waitForBrokers(this.brokerIds());
@@ -264,6 +385,7 @@ export class KafkaCluster {
       "-XX:+UseG1GC",
       "-Djava.awt.headless=true",
       `-Dlog4j2.configurationFile=${join(this.dir, "log4j2.properties")}`,
+      `-Dlog4j.configuration=file:${join(this.dir, "log4j.properties")}`,
     ];
   }
 
@@ -296,15 +418,24 @@ export class KafkaCluster {
   private launch(node: Node, overrides: Properties = {}): void {
     const file = this.writeProperties(node, overrides);
     const log = openSync(join(node.dir, "server.log"), "a");
-    const heapMb = node.id === CONTROLLER_ID ? 256 : (this.options.brokerHeapMb ?? 512);
+    const heapMb = node.role === "broker" ? (this.options.brokerHeapMb ?? 512) : 256;
+    const main =
+      node.role === "zookeeper"
+        ? // A standalone ZooKeeper: client port and data dir; no admin server (it would take port 8080).
+          [
+            "-Dzookeeper.admin.enableServer=false",
+            "-cp",
+            this.classpath,
+            "org.apache.zookeeper.server.ZooKeeperServerMain",
+            String(node.port),
+            join(node.dir, "data"),
+          ]
+        : ["-cp", this.classpath, "kafka.Kafka", file];
     const [exe, ...args] = [
       ...(this.options.placement?.prefix(node.id) ?? []),
       "java",
       ...this.jvmOptions(heapMb),
-      "-cp",
-      this.classpath,
-      "kafka.Kafka",
-      file,
+      ...main,
     ];
     node.process = spawn(exe as string, args, { stdio: ["ignore", log, log] });
     const child = node.process;
@@ -322,7 +453,10 @@ export class KafkaCluster {
     await exited;
   }
 
-  /** Waits until each of `ids` is registered and unfenced, as DescribeCluster v2 reports. */
+  /**
+   * Waits until each of `ids` is registered and unfenced, as the agent's client reads it (DescribeCluster
+   * v2 from Kafka 4.0; before, registered and unfenced brokers are all a client can list).
+   */
   private async waitForBrokers(ids: number[], timeoutMs = 120_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     let last = "no answer yet";

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Admin, Connection, incrementalAlterConfigsV1, ProduceAcks, Producer } from "@platformatic/kafka";
-import { KafkaAdminClient, type KafkaPartition, parseHostPort } from "../../functions/kafka/admin.ts";
+import { KafkaAdminClient, type KafkaPartition } from "../../functions/kafka/admin.ts";
 import { spawnPacer } from "../processes.ts";
 import type { KafkaCluster } from "./cluster.ts";
 
@@ -54,28 +54,34 @@ export async function createEvenTopics(
   }, timeoutMs);
 }
 
-/** Cluster-wide replication throttle in bytes/s for leaders and followers; 0 lifts it. */
+/**
+ * Replication throttle in bytes/s for leaders and followers, as the cluster-wide default and on each
+ * running broker's own config; 0 lifts it. Both, because Kafka 3.7 in ZooKeeper mode ignores the
+ * cluster-wide default (measured: a broker caught up 40 MB in a second under a 2 MB/s default), and a
+ * ZooKeeper-mode broker takes its own config only from a request sent to itself.
+ */
 export async function setReplicationThrottle(cluster: KafkaCluster, bytesPerSecond: number): Promise<void> {
   const names = ["leader.replication.throttled.rate", "follower.replication.throttled.rate"];
   const configs =
     bytesPerSecond > 0
       ? names.map((name) => ({ name, configOperation: 0 as const, value: String(bytesPerSecond) })) // SET
       : names.map((name) => ({ name, configOperation: 1 as const })); // DELETE
-  // BROKER (4) with the empty name is the cluster-wide default; any broker forwards it to the controller.
-  const connection = new Connection("pacer-test");
-  const [server] = cluster.bootstrapServers.split(",").slice(-1);
-  const { host, port } = parseHostPort(server as string);
-  try {
-    await connection.connect(host, port);
-    const response = await incrementalAlterConfigsV1.api.async(
-      connection,
-      [{ resourceType: 4, resourceName: "", configs }],
-      false,
-    );
-    const failed = response.responses.filter((r) => r.errorCode !== 0);
-    if (failed.length) throw new Error(`setting the throttle failed: ${JSON.stringify(failed)}`);
-  } finally {
-    await connection.close();
+  for (const [i, broker] of cluster.runningBrokers().entries()) {
+    // BROKER (4): the empty name is the cluster-wide default, the id the broker's own.
+    const resources = [String(broker.id), ...(i === 0 ? [""] : [])];
+    const connection = new Connection("pacer-test");
+    try {
+      await connection.connect(broker.host, broker.port);
+      const response = await incrementalAlterConfigsV1.api.async(
+        connection,
+        resources.map((resourceName) => ({ resourceType: 4, resourceName, configs })),
+        false,
+      );
+      const failed = response.responses.filter((r) => r.errorCode !== 0);
+      if (failed.length) throw new Error(`setting the throttle failed: ${JSON.stringify(failed)}`);
+    } finally {
+      await connection.close();
+    }
   }
 }
 
@@ -333,9 +339,11 @@ export interface AgentRunLine {
 /** Stops `restart`, produces while they are down, throttles catch-up, restarts them and waits for the end. */
 export async function runRecovery(options: RecoveryOptions): Promise<RecoveryResult> {
   const { cluster, topics, restart } = options;
+  // Throttled while all still run, so that each takes it in its own config (only replicas out of the
+  // ISR are throttled: nothing is slower until the stopped brokers come back behind).
+  await setReplicationThrottle(cluster, options.throttleBytesPerSecond);
   for (const id of restart) await cluster.stopBroker(id, "SIGTERM");
   await produceUneven(cluster, topics, options.partitionsPerTopic, options.produceBytes);
-  await setReplicationThrottle(cluster, options.throttleBytesPerSecond);
   const watcher = new LeadershipWatcher(cluster, topics);
   const agent =
     options.pacer.kind === "kafka-balancer"

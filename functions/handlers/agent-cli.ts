@@ -14,7 +14,7 @@ import { dynamoClient, ensureTable } from "../store/client.ts";
 import { DynamoStore } from "../store/dynamo-store.ts";
 import { startEmbeddedStore } from "../store/embedded.ts";
 import { AgentMetrics } from "./agent-metrics.ts";
-import { adminClientOf, bootstrapServersOf, readCluster, UsageError } from "./kafka-args.ts";
+import { adminClientOf, bootstrapServersOf, readCluster, setupFailure, UsageError } from "./kafka-args.ts";
 
 export const AGENT_USAGE = `usage: pacer agent --bootstrap-server HOST:PORT[,…] (--embedded | --pacer-url URL --cluster-id ID) [options]
   --command-config FILE     Kafka client properties: security.protocol, sasl.mechanism, sasl.jaas.config,
@@ -129,6 +129,11 @@ async function agent(values: {
   process.once("SIGTERM", onSignal);
   process.once("SIGINT", onSignal);
   try {
+    const failure = await setupFailure(kafka);
+    if (failure) {
+      console.error(`pacer agent: ${failure}; nothing elected`);
+      return 1;
+    }
     const pacer = await connectToPacer(values, kafka, cleanups);
 
     const metrics = new AgentMetrics();

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { clientOptionsOf, parseProperties } from "../agent/client-properties.ts";
 import type { ClusterRead } from "../agent/snapshot.ts";
-import { KafkaAdminClient, parseHostPort } from "../kafka/admin.ts";
+import { KafkaAdminClient, KafkaConnectError, parseHostPort } from "../kafka/admin.ts";
 
 /** The Kafka options pacer agent and pacer wait share: where the cluster is and how to reach it. */
 
@@ -39,4 +39,18 @@ export async function readCluster(kafka: KafkaAdminClient, withReplicaSizes = fa
   const reassigning = await kafka.listReassignments();
   const replicaSizes = withReplicaSizes ? await kafka.replicaSizes() : undefined;
   return { brokers, partitions, reassigning, replicaSizes };
+}
+
+/**
+ * Whether the first connection fails in a way that retrying cannot mend — a TLS handshake the broker's
+ * certificate or ours fails, or SASL credentials refused — and then the message to stop with. A server
+ * that is merely unreachable (not started yet) is not such a failure.
+ */
+export async function setupFailure(kafka: KafkaAdminClient): Promise<string | undefined> {
+  try {
+    await kafka.readsWith();
+    return undefined;
+  } catch (error) {
+    return error instanceof KafkaConnectError && error.kind !== "unreachable" ? error.message : undefined;
+  }
 }

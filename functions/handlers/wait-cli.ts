@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { ClientPropertiesError } from "../agent/client-properties.ts";
 import { type ProgressSample, type Readiness, readinessOf, timeLeftMs } from "../agent/readiness.ts";
 import { formatSpan } from "../format/text.ts";
-import type { KafkaAdminClient } from "../kafka/admin.ts";
+import { type KafkaAdminClient, KafkaConnectError } from "../kafka/admin.ts";
 import { adminClientOf, bootstrapServersOf, readCluster, UsageError } from "./kafka-args.ts";
 
 export const WAIT_USAGE = `usage: pacer wait --bootstrap-server HOST:PORT[,…] --broker N [options]
@@ -98,6 +98,11 @@ async function waitForBroker(
       console.log(progressLine(last, timeLeftMs(samples, last)));
       if (last.ready) return 0;
     } catch (error) {
+      // A certificate that fails the handshake will fail it again: say so now, not at the timeout.
+      if (error instanceof KafkaConnectError && error.kind === "tls") {
+        console.error(`pacer wait: ${error.message}`);
+        return 1;
+      }
       // A broker restarting may take the bootstrap server with it for a moment: keep asking.
       lastFailure = `cannot read the cluster: ${(error as Error).message}`;
       console.log(lastFailure);

@@ -10,9 +10,11 @@ import {
 import { describeClusterV2, ELECTION_TYPE_PREFERRED, electLeadersV2 } from "./protocol.ts";
 
 /**
- * The few admin calls the agent makes, on one connection to any broker of the cluster: every one of
- * them is answered (or forwarded to the controller) by whichever broker receives it. A failed call
- * closes the connection; the next call reconnects, trying the next bootstrap server first.
+ * The few admin calls the agent makes. Reads go to any broker of the cluster, on one connection. The
+ * two that the controller answers (ElectLeaders, ListPartitionReassignments) go to the broker Metadata
+ * names as controller, as Kafka's own admin client sends them: a ZooKeeper-mode broker that is not the
+ * controller refuses them (NOT_CONTROLLER), while a KRaft cluster names any broker, which forwards them.
+ * A failed call closes its connection; the next call reconnects, trying the next bootstrap server first.
  */
 
 export interface KafkaClientOptions {
@@ -57,6 +59,12 @@ export interface ReplicaSizes {
   bytes: Map<string, Map<number, number>>;
 }
 
+interface BrokerEndpoint {
+  id: number;
+  host: string;
+  port: number;
+}
+
 export const partitionKey = (p: TopicPartition) => `${p.topic}\u0000${p.partition}`;
 
 export class KafkaRequestError extends Error {
@@ -70,13 +78,14 @@ export class KafkaRequestError extends Error {
 }
 
 const API_DESCRIBE_TOPIC_PARTITIONS = 75;
+const NOT_CONTROLLER = 41;
 const API_DESCRIBE_CLUSTER = 60;
 /** Partitions per DescribeTopicPartitions page; brokers cap it at max.request.partition.size.limit (2000). */
 const PAGE_PARTITIONS = 2000;
 
 export class KafkaAdminClient {
   private connection: Connection | undefined;
-  /** DescribeLogDirs must be asked of each broker: a connection to each, kept between reads. */
+  /** DescribeLogDirs is asked of each broker, and two calls of the controller: a connection to each, kept. */
   private brokerConnections = new Map<number, Connection>();
   private apiMaxVersions = new Map<number, number>();
   private nextServer = 0;
@@ -101,6 +110,22 @@ export class KafkaAdminClient {
       const brokers = response.brokers.map((b) => ({ id: b.brokerId, fenced: b.isFenced }));
       return { clusterId: response.clusterId, brokers };
     });
+  }
+
+  /**
+   * The APIs this cluster's brokers answer the two reads with: Kafka 4.0 and later list fenced brokers
+   * (DescribeCluster v2); KRaft from 3.7 pages partitions with DescribeTopicPartitions. Older, or in
+   * ZooKeeper mode, Metadata answers both, and a broker that is down is simply not listed.
+   */
+  async readsWith(): Promise<{ brokers: string; partitions: string }> {
+    await this.connect();
+    const fencedListed = (this.apiMaxVersions.get(API_DESCRIBE_CLUSTER) ?? -1) >= 2;
+    return {
+      brokers: fencedListed ? "DescribeCluster v2" : "Metadata",
+      partitions: this.apiMaxVersions.has(API_DESCRIBE_TOPIC_PARTITIONS)
+        ? "DescribeTopicPartitions"
+        : "Metadata",
+    };
   }
 
   /** Every partition of every topic: DescribeTopicPartitions, paged (Metadata where the broker lacks it). */
@@ -138,7 +163,7 @@ export class KafkaAdminClient {
 
   /** Partitions with a reassignment in progress (ListPartitionReassignments, all topics). */
   async listReassignments(): Promise<TopicPartition[]> {
-    return this.call(async (connection) => {
+    return this.onController(async (connection) => {
       const response = await listPartitionReassignmentsV0.api.async(
         connection,
         this.options.requestTimeoutMs ?? 30_000,
@@ -163,12 +188,20 @@ export class KafkaAdminClient {
       byTopic.set(topic, list);
     }
     const topics = [...byTopic].map(([topic, list]) => ({ topic, partitions: list }));
-    return this.call(async (connection) => {
+    return this.onController(async (connection) => {
       const response = await electLeadersV2.async(connection, ELECTION_TYPE_PREFERRED, topics, timeoutMs);
       if (response.errorCode !== 0) throw new KafkaRequestError("ElectLeaders", response.errorCode, null);
-      return response.results.flatMap((t) =>
+      const results = response.results.flatMap((t) =>
         t.partitions.map((p) => ({ topic: t.topic, partition: p.partition, ...withoutPartition(p) })),
       );
+      // A ZooKeeper-mode controller that lost its role since Metadata named it refuses every partition.
+      if (results.every((r) => r.errorCode === NOT_CONTROLLER))
+        throw new KafkaRequestError(
+          "ElectLeaders",
+          NOT_CONTROLLER,
+          "sent to a broker that is no longer the controller",
+        );
+      return results;
     });
   }
 
@@ -177,21 +210,13 @@ export class KafkaAdminClient {
    * each broker for its own logs). A broker that fails to answer is left out, never guessed.
    */
   async replicaSizes(): Promise<ReplicaSizes> {
-    const endpoints = await this.call(async (connection) => {
-      const metadata = await metadataV12.api.async(connection, [], false, false);
-      return [...metadata.brokers.values()].map((b) => ({ id: b.nodeId, host: b.host, port: b.port }));
-    });
+    const { endpoints } = await this.brokerMetadata();
     const sizes: ReplicaSizes = { answered: new Set(), bytes: new Map() };
     await Promise.all(
-      endpoints.map(async ({ id, host, port }) => {
+      endpoints.map(async (endpoint) => {
+        const { id } = endpoint;
         try {
-          let connection = this.brokerConnections.get(id);
-          if (!connection?.isConnected()) {
-            await connection?.close().catch(() => undefined);
-            connection = this.newConnection();
-            this.brokerConnections.set(id, connection);
-            await connection.connect(host, port);
-          }
+          const connection = await this.brokerConnection(endpoint);
           const response = await describeLogDirsV4.api.async(connection, null as unknown as []);
           for (const dir of response.results) {
             for (const topic of dir.topics) {
@@ -206,11 +231,7 @@ export class KafkaAdminClient {
           }
           sizes.answered.add(id);
         } catch {
-          await this.brokerConnections
-            .get(id)
-            ?.close()
-            .catch(() => undefined);
-          this.brokerConnections.delete(id);
+          await this.dropBrokerConnection(id);
           for (const perBroker of sizes.bytes.values()) perBroker.delete(id);
         }
       }),
@@ -238,6 +259,52 @@ export class KafkaAdminClient {
         elr: [],
       })),
     );
+  }
+
+  /** Every registered broker's endpoint, and which of them Metadata names as the controller. */
+  private async brokerMetadata(): Promise<{ controllerId: number; endpoints: BrokerEndpoint[] }> {
+    return this.call(async (connection) => {
+      const metadata = await metadataV12.api.async(connection, [], false, false);
+      const endpoints = [...metadata.brokers.values()].map((b) => ({
+        id: b.nodeId,
+        host: b.host,
+        port: b.port,
+      }));
+      return { controllerId: metadata.controllerId, endpoints };
+    });
+  }
+
+  /** `body` on a connection to the broker Metadata names as the controller. */
+  private async onController<T>(body: (connection: Connection) => Promise<T>): Promise<T> {
+    const { controllerId, endpoints } = await this.brokerMetadata();
+    const controller = endpoints.find((e) => e.id === controllerId);
+    if (!controller)
+      throw new Error(`Metadata names no reachable controller (controller id ${controllerId})`);
+    try {
+      return await body(await this.brokerConnection(controller));
+    } catch (error) {
+      await this.dropBrokerConnection(controller.id);
+      throw error;
+    }
+  }
+
+  /** A connection to one broker, kept between calls. */
+  private async brokerConnection({ id, host, port }: BrokerEndpoint): Promise<Connection> {
+    const kept = this.brokerConnections.get(id);
+    if (kept?.isConnected()) return kept;
+    await kept?.close().catch(() => undefined);
+    const connection = this.newConnection();
+    this.brokerConnections.set(id, connection);
+    await connection.connect(host, port);
+    return connection;
+  }
+
+  private async dropBrokerConnection(id: number): Promise<void> {
+    await this.brokerConnections
+      .get(id)
+      ?.close()
+      .catch(() => undefined);
+    this.brokerConnections.delete(id);
   }
 
   private async call<T>(body: (connection: Connection) => Promise<T>): Promise<T> {
@@ -271,7 +338,7 @@ export class KafkaAdminClient {
         await connection.close().catch(() => undefined);
       }
     }
-    throw new Error(`no bootstrap server reachable (${servers.join(",")}): ${describe(lastError)}`);
+    throw new KafkaConnectError(servers, lastError);
   }
 
   private newConnection(): Connection {
@@ -310,6 +377,42 @@ export function parseHostPort(server: string): { host: string; port: number } {
   const port = Number(match?.[2]);
   if (!match || !(port > 0 && port < 65536)) throw new Error(`"${server}" is not host:port`);
   return { host: match[1] as string, port };
+}
+
+/**
+ * No bootstrap server could be connected to, and why, for the last one tried: `tls` when the TLS
+ * handshake failed (the broker's certificate not trusted, expired, not for its name; the broker refusing
+ * ours), `authentication` when SASL did. Neither mends itself by retrying, unlike a broker not up yet.
+ */
+export class KafkaConnectError extends Error {
+  readonly kind: "tls" | "authentication" | "unreachable";
+
+  constructor(servers: string[], error: unknown) {
+    const chain = causesOf(error);
+    const tls = chain.find(isTlsError);
+    const sasl = chain.some((e) => /SASL|[Aa]uthentication/.test(e.message));
+    const why = tls
+      ? `TLS handshake failed: ${tls.message}${tls.code ? ` (${tls.code})` : ""}`
+      : describe(error);
+    super(`cannot connect to any bootstrap server (${servers.join(",")}): ${why}`);
+    this.kind = tls ? "tls" : sasl ? "authentication" : "unreachable";
+  }
+}
+
+type CodedError = Error & { code?: string };
+
+function causesOf(error: unknown): CodedError[] {
+  if (error instanceof AggregateError) return [error, ...error.errors.flatMap(causesOf)];
+  if (!(error instanceof Error)) return [];
+  return [error, ...(error.cause === undefined ? [] : causesOf(error.cause))];
+}
+
+/** Node's errors for a failed TLS handshake: OpenSSL's verify codes, its alerts, and its own checks. */
+function isTlsError(error: CodedError): boolean {
+  return (
+    /^(CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|ERR_TLS_|ERR_SSL_|HOSTNAME_)/.test(error.code ?? "") ||
+    /\b(SSL|TLS) alert\b|certificate/i.test(error.message)
+  );
 }
 
 /** An error with its causes, which say why a connection failed (refused, TLS, SASL). */

@@ -73,7 +73,7 @@ describe("pacer agent's command line", () => {
       "--once",
     ]);
     expect(code).toBe(1);
-    expect(stdout).toMatch(/run failed, nothing elected: no bootstrap server reachable/);
+    expect(stdout).toMatch(/run failed, nothing elected: cannot connect to any bootstrap server/);
   });
 });
 

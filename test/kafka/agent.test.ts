@@ -13,13 +13,14 @@ import {
   startAgent,
   waitFor,
 } from "../../devkit/kafka/recovery.ts";
+import { describeWithKafkaTools } from "../../devkit/kafka/tools.ts";
 import { spawnPacer, startPacerServe } from "../../devkit/processes.ts";
 import type { ClusterRead } from "../../functions/agent/snapshot.ts";
 import { snapshotOf } from "../../functions/agent/snapshot.ts";
 import { KafkaAdminClient, parseHostPort } from "../../functions/kafka/admin.ts";
 
 /**
- * The agent's contact with a real Apache Kafka 4.1 cluster: its snapshot against Kafka's own tool,
+ * The agent's contact with a real Apache Kafka cluster (the newest release, devkit/kafka/versions.ts): its snapshot against Kafka's own tool,
  * its elections through ElectLeaders and through Kafka's LeaderElectionCommand, and what it does
  * when the pacer cannot be reached.
  */
@@ -85,22 +86,8 @@ afterAll(async () => {
 describe("the agent's snapshot", () => {
   it("equals what Kafka's own kafka-topics --describe reports for every partition", async () => {
     const snapshot = snapshotOf(await readCluster());
-    const { code, output } = await cluster.runTool("org.apache.kafka.tools.TopicCommand", [
-      "--bootstrap-server",
-      cluster.bootstrapServers,
-      "--describe",
-    ]);
-    expect(code).toBe(0);
-    const described = [
-      ...output.matchAll(/Topic: (\S+)\s+Partition: (\d+)\s+Leader: (\S+)\s+Replicas: (\S+)\s+Isr: (\S*)/g),
-    ].map(([, topic, partition, leader, replicas, isr]) => ({
-      topic,
-      partition: Number(partition),
-      leader: leader === "none" ? -1 : Number(leader),
-      replicas: (replicas as string).split(",").map(Number),
-      isr: isr ? (isr as string).split(",").map(Number) : [],
-    }));
-    expect(described.filter((p) => TOPICS.includes(p.topic as string)).length).toBe(60);
+    const described = await describeWithKafkaTools(cluster);
+    expect(described.filter((p) => TOPICS.includes(p.topic)).length).toBe(60);
     const ours = snapshot.partitions.map(({ topic, partition, leader, replicas, isr }) => ({
       topic,
       partition,
@@ -235,7 +222,7 @@ describe("the agent's connection", () => {
       "--dry-run",
     ]);
 
-  it.each(["PLAIN", "SCRAM-SHA-256"])(
+  it.each(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])(
     "authenticates with SASL %s from --command-config",
     async (mechanism) => {
       const run = await dryRunOver(clientProperties(mechanism, "pacer-secret"));
@@ -245,10 +232,13 @@ describe("the agent's connection", () => {
     },
   );
 
-  it("with a wrong password reads nothing, elects nothing and exits 1", async () => {
+  it("with a wrong password stops at start: reads nothing, elects nothing, exits 1", async () => {
     const run = await dryRunOver(clientProperties("SCRAM-SHA-256", "wrong"));
     expect(run.code).toBe(1);
-    expect(run.stdout).toMatch(/run failed, nothing elected: .*(SASL|[Aa]uthentication)/);
+    expect(run.stderr).toMatch(
+      /^pacer agent: cannot connect .*(SASL|[Aa]uthentication).*; nothing elected$/m,
+    );
+    expect(run.stdout).toBe("");
   });
 });
 

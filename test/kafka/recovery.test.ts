@@ -17,7 +17,7 @@ import {
 import { spawnPacer, startPacerServe } from "../../devkit/processes.ts";
 
 /**
- * The recovery of the issue on Apache Kafka 4.1: a broker stopped, 200 MB produced with acks=all while
+ * The recovery of the issue on Apache Kafka (the newest release, devkit/kafka/versions.ts): a broker stopped, 200 MB produced with acks=all while
  * it is down, its catch-up throttled so that it rejoins the ISRs over tens of seconds, then restarted
  * with the agent pacing it (wait-for-sync 5 %, cap 20, throttle 2 s, check interval 5 s), and for
  * comparison with Kafka's own balancer doing it.
