@@ -390,6 +390,20 @@ export async function runRecovery(options: RecoveryOptions): Promise<RecoveryRes
   }
 }
 
+/** `pacer wait` for one broker of the cluster, reading once a second, as an operator's script runs it. */
+export const startPacerWait = (cluster: KafkaCluster, broker: number, timeout: string) =>
+  spawnPacer([
+    "wait",
+    "--bootstrap-server",
+    cluster.bootstrapServers,
+    "--broker",
+    String(broker),
+    "--timeout",
+    timeout,
+    "--interval",
+    "1s",
+  ]);
+
 /** `pacer agent` as its own process, one JSON line per run. */
 export function startAgent(
   cluster: KafkaCluster,

@@ -423,6 +423,17 @@ function charts(data: ClusterPageData): Html {
       })),
     },
   ];
+  // Extension (internal.topics.last): drawn only where a run held internal-topic partitions back.
+  const heldInternal = (r: StoredAnswer) => r.brokers.reduce((n, b) => n + (b.deferredInternal ?? 0), 0);
+  if (runs.some((r) => heldInternal(r) > 0))
+    held.push({
+      label: "internal topics, held until last",
+      points: runs.map((r) => ({
+        x: r.evaluatedAtMs,
+        y: heldInternal(r),
+        note: `${at(r)}: ${heldInternal(r)} internal-topic partitions held until the broker's others are back`,
+      })),
+    });
   const maxHeld = Math.max(1, ...held.flatMap((s) => s.points.map((p) => p.y)));
 
   return html`<section aria-labelledby="moves-h"><h3 id="moves-h">Leadership moves per run</h3>
@@ -433,7 +444,7 @@ ${lineChart({ id: "share", series: share, runs: runs.length, bands, limit: { y: 
 ${legend(share, [html`<li><span class="swatch limit"></span>threshold ${threshold} %</li>`, html`<li><span class="swatch band"></span>a broker gated</li>`, html`<li><span class="swatch down"></span>broker down (fenced, offline)</li>`])}
 </section>
 <section aria-labelledby="held-h"><h3 id="held-h">Elections held back</h3>
-${barChart({ id: "held", series: held, frame: { title: "Elections held back per run", description: "Skipped by the gate, and held back by the cap on a run", xFrom, xTo, yMax: maxHeld, yTitle: "elections", yFormat: String } })}
+${barChart({ id: "held", series: held, frame: { title: "Elections held back per run", description: "Skipped by the gate, held back by the cap on a run, and (internal topics last) internal-topic partitions held until last", xFrom, xTo, yMax: maxHeld, yTitle: "elections", yFormat: String } })}
 ${legend(held)}
 </section>`;
 }

@@ -307,6 +307,26 @@ describe("the console, without tokens", () => {
     await page.close();
   });
 
+  it("counts the internal-topic partitions held until last, where the extension is on", async () => {
+    const snapshot = recoveringSnapshot(0);
+    // Broker 1's first three preferred partitions are the consumer-offsets topic's.
+    snapshot.partitions = snapshot.partitions.map((p, i) =>
+      i < 3 ? { ...p, topic: "__consumer_offsets", partition: i } : p,
+    );
+    await call(server, "PUT", "/v1/clusters/internal-7/config", {
+      ...PACED,
+      "leader.imbalance.election.internal.topics.last": true,
+    });
+    await call(server, "POST", "/v1/clusters/internal-7/evaluate", { snapshot });
+    const page = await (await fetch(`${server.url}/clusters/internal-7`)).text();
+    const held = page.slice(page.indexOf('id="held-h"'));
+    expect(held).toContain("internal topics, held until last");
+    expect(held).toMatch(/: 3 internal-topic partitions held until the broker/);
+    // A cluster without the extension draws no such series.
+    const other = await (await fetch(`${server.url}/clusters/fenced-6`)).text();
+    expect(other).not.toContain("internal topics, held until last");
+  });
+
   it("passes axe-core on every page and state, at laptop and phone widths, within the window", async () => {
     const paths = [
       "/",

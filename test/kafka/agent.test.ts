@@ -11,6 +11,7 @@ import {
   readPartitions,
   setReplicationThrottle,
   startAgent,
+  startPacerWait,
   waitFor,
 } from "../../devkit/kafka/recovery.ts";
 import { describeWithKafkaTools } from "../../devkit/kafka/tools.ts";
@@ -393,18 +394,7 @@ describe("elections on the real cluster", () => {
 });
 
 describe("pacer wait, the check between two brokers of a rolling restart", () => {
-  const wait = (broker: number, timeout: string) =>
-    spawnPacer([
-      "wait",
-      "--bootstrap-server",
-      cluster.bootstrapServers,
-      "--broker",
-      String(broker),
-      "--timeout",
-      timeout,
-      "--interval",
-      "1s",
-    ]);
+  const wait = (broker: number, timeout: string) => startPacerWait(cluster, broker, timeout);
   /** Every partition whose preferred replica is `id`, in every topic. */
   const preferredBy = async (id: number) =>
     (await readPartitions(cluster))

@@ -12,9 +12,10 @@ import {
   runRecovery,
   setReplicationThrottle,
   startAgent,
+  startPacerWait,
   waitFor,
 } from "../../devkit/kafka/recovery.ts";
-import { spawnPacer, startPacerServe } from "../../devkit/processes.ts";
+import { startPacerServe } from "../../devkit/processes.ts";
 
 /**
  * The recovery of the issue on Apache Kafka (the newest release, devkit/kafka/versions.ts): a broker stopped, 200 MB produced with acks=all while
@@ -161,17 +162,7 @@ describe("a broker's recovery on a real Kafka cluster", () => {
         await cluster.stopBroker(broker, "SIGTERM");
         await produceUneven(cluster, TOPICS, PARTITIONS_PER_TOPIC, 80 * MB);
         await cluster.startBroker(broker);
-        const wait = spawnPacer([
-          "wait",
-          "--bootstrap-server",
-          cluster.bootstrapServers,
-          "--broker",
-          String(broker),
-          "--timeout",
-          "180s",
-          "--interval",
-          "1s",
-        ]);
+        const wait = startPacerWait(cluster, broker, "180s");
         const code = await wait.exited;
         waits.push(wait.stdout());
         expect(code, `pacer wait --broker ${broker}\n${wait.stdout()}${wait.stderr()}`).toBe(0);
