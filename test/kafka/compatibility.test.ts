@@ -162,8 +162,8 @@ describe.each(selectedReleases().map((r) => [releaseName(r), r] as const))("%s",
       topics: TOPICS,
       partitionsPerTopic: PARTITIONS_PER_TOPIC,
       restart: [1],
-      // Broker 1 holds two thirds of it: about 20 s of catch-up at 2 MB/s, ten runs of the gate.
-      produceBytes: 60 * MB,
+      // Broker 1 holds two thirds of it: about 13 s of catch-up at 2 MB/s, several runs of the gate.
+      produceBytes: 40 * MB,
       throttleBytesPerSecond: 2 * MB,
       pacer: { kind: "agent-embedded" },
       pacing: PACING,
