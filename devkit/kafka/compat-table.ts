@@ -1,10 +1,10 @@
 import { execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { COMPATIBILITY, releaseName } from "./versions.ts";
 
 /**
  * `npm run compat:table`: the README's compatibility table, written from the last run's test report
- * (`.test-results-kafka.json`, vitest's JSON reporter) of test/kafka/compatibility.test.ts: per
+ * (`.test-results-kafka-matrix.json`, vitest's JSON reporter) of test/kafka/compatibility.test.ts: per
  * release, whether each check passed and what it measured (the tests' `meta.figures`). Nothing in the
  * table is typed by hand; a release that did not run reads "not run".
  */
@@ -83,7 +83,11 @@ export function withTable(text: string, table: string): string {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const reportFile = process.argv[2] ?? ".test-results-kafka.json";
+  // The matrix part of `npm run test:kafka`, or a run of the whole suite in one part.
+  const reportFile =
+    process.argv[2] ??
+    [".test-results-kafka-matrix.json", ".test-results-kafka.json"].find((f) => existsSync(f));
+  if (!reportFile) throw new Error("no test report: run npm run test:kafka first");
   const report = JSON.parse(readFileSync(reportFile, "utf8")) as Report;
   const table = compatibilityTable(report);
   writeFileSync("README.md", withTable(readFileSync("README.md", "utf8"), table));
