@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The real-Kafka suite in two parts side by side (see vitest.kafka.config.ts): every release's core
-# checks and the recovery bed, and the newest release's full suite. Each part's lines carry its name;
+# checks, and the newest release's full suite. Each part's lines carry its name;
 # the status is non-zero if either part failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -340,6 +340,26 @@ export class KafkaCluster {
     return { code, output };
   }
 
+  /**
+   * Starts one of Kafka's Java tools that runs until stopped (a console consumer, say), with the
+   * cluster's classpath and, if given, a log4j2 configuration of its own; killed with the cluster.
+   */
+  spawnTool(mainClass: string, args: string[], log4j2Properties?: string): ChildProcess {
+    const logConfig = log4j2Properties ? join(this.dir, `${mainClass}-log4j2.properties`) : undefined;
+    if (logConfig) writeFileSync(logConfig, log4j2Properties as string);
+    const options = this.jvmOptions(256).map((o) =>
+      logConfig && o.startsWith("-Dlog4j2.configurationFile=")
+        ? `-Dlog4j2.configurationFile=${logConfig}`
+        : o,
+    );
+    const child = spawn("java", [...options, "-cp", this.classpath, mainClass, ...args], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    running.add(child);
+    child.once("exit", () => running.delete(child));
+    return child;
+  }
+
   /** Stops a broker: SIGTERM is Kafka's controlled shutdown, SIGKILL a crash. Resolves once it exited. */
   async stopBroker(id: number, signal: "SIGTERM" | "SIGKILL" = "SIGTERM"): Promise<void> {
     await this.stop(this.node(id), signal);

@@ -10,11 +10,11 @@ import {
 import { describeClusterV2, ELECTION_TYPE_PREFERRED, electLeadersV2 } from "./protocol.ts";
 
 /**
- * The few admin calls the agent makes. Reads go to any broker of the cluster, on one connection. The
- * two that the controller answers (ElectLeaders, ListPartitionReassignments) go to the broker Metadata
- * names as controller, as Kafka's own admin client sends them: a ZooKeeper-mode broker that is not the
- * controller refuses them (NOT_CONTROLLER), while a KRaft cluster names any broker, which forwards them.
- * A failed call closes its connection; the next call reconnects, trying the next bootstrap server first.
+ * The few admin calls the agent makes, on one connection to any broker of the cluster. A KRaft broker
+ * forwards the two that the controller answers (ElectLeaders, ListPartitionReassignments); a
+ * ZooKeeper-mode broker that is not the controller refuses them (NOT_CONTROLLER), so there they go to
+ * the broker Metadata names as controller, as Kafka's own admin client sends them. A failed call
+ * closes its connection; the next call reconnects, trying the next bootstrap server first.
  */
 
 export interface KafkaClientOptions {
@@ -274,17 +274,27 @@ export class KafkaAdminClient {
     });
   }
 
-  /** `body` on a connection to the broker Metadata names as the controller. */
+  /**
+   * `body` where the controller's calls are answered. A KRaft broker forwards them to the controller:
+   * the one connection serves (brokers with DescribeTopicPartitions, 3.7 on, are KRaft's). Otherwise,
+   * the broker Metadata names as controller, on a connection kept to it; a kept connection found dead
+   * (that broker restarted since) is replaced once.
+   */
   private async onController<T>(body: (connection: Connection) => Promise<T>): Promise<T> {
+    await this.connect();
+    if (this.apiMaxVersions.has(API_DESCRIBE_TOPIC_PARTITIONS)) return this.call(body);
     const { controllerId, endpoints } = await this.brokerMetadata();
     const controller = endpoints.find((e) => e.id === controllerId);
     if (!controller)
       throw new Error(`Metadata names no reachable controller (controller id ${controllerId})`);
-    try {
-      return await body(await this.brokerConnection(controller));
-    } catch (error) {
-      await this.dropBrokerConnection(controller.id);
-      throw error;
+    for (let attempt = 0; ; attempt++) {
+      const reused = this.brokerConnections.get(controller.id)?.isConnected() === true;
+      try {
+        return await body(await this.brokerConnection(controller));
+      } catch (error) {
+        await this.dropBrokerConnection(controller.id);
+        if (!reused || attempt > 0) throw error;
+      }
     }
   }
 
