@@ -19,12 +19,6 @@ import { KafkaAdminClient } from "../../functions/kafka/admin.ts";
  * from which `npm run compat:table` writes the README's table.
  */
 
-declare module "vitest" {
-  interface TaskMeta {
-    figures?: Record<string, string | number>;
-  }
-}
-
 const TOPICS = ["orders", "payments"];
 const PARTITIONS_PER_TOPIC = 30;
 const PREFERRED_PER_BROKER = 20;
