@@ -32,15 +32,32 @@ export async function createEvenTopics(
         partition,
         brokers: evenReplicas(brokers, t, partition),
       }));
-      await admin.createTopics({
-        topics: [topic],
-        assignments,
-        // Only replicas out of the ISR are throttled, so the throttle slows catch-up and nothing else.
-        configs: [
-          { name: "leader.replication.throttled.replicas", value: "*" },
-          { name: "follower.replication.throttled.replicas", value: "*" },
-        ],
-      });
+      const create = () =>
+        admin.createTopics({
+          topics: [topic],
+          assignments,
+          // Only replicas out of the ISR are throttled, so the throttle slows catch-up and nothing else.
+          configs: [
+            { name: "leader.replication.throttled.replicas", value: "*" },
+            { name: "follower.replication.throttled.replicas", value: "*" },
+          ],
+        });
+      // A ZooKeeper-mode controller may not know every broker yet when they are all listed: retry
+      // for a while; a topic an earlier attempt created is done.
+      await waitFor(
+        () =>
+          create().then(
+            () => true,
+            (error: Error) =>
+              /already exists/i.test(
+                `${error.message} ${JSON.stringify((error as { errors?: unknown }).errors ?? "")}`,
+              )
+                ? true
+                : Promise.reject(error),
+          ),
+        30_000,
+        `topic ${topic} created`,
+      );
     }
   } finally {
     await admin.close();
