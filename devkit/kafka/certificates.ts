@@ -28,22 +28,23 @@ export function makeCertificates(dir: string): TestCertificates {
   const file = (name: string) => join(dir, name);
   const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
 
-  const makeCa = (name: string, subject: string) => {
+  /** A new unencrypted RSA key `name.key` and, from it, a request or (with -x509) a certificate at `out`. */
+  const newKey = (name: string, subject: string, out: string, ...more: string[]) =>
     openssl(
       "req",
-      "-x509",
       "-newkey",
       "rsa:2048",
       "-nodes",
       "-keyout",
       file(`${name}.key`),
       "-out",
-      file(`${name}.pem`),
+      out,
       "-subj",
       subject,
-      "-days",
-      "365",
+      ...more,
     );
+  const makeCa = (name: string, subject: string) => {
+    newKey(name, subject, file(`${name}.pem`), "-x509", "-days", "365");
     return file(`${name}.pem`);
   };
   const ca = makeCa("ca", "/CN=leadership-pacer test CA");
@@ -79,19 +80,7 @@ export function makeCertificates(dir: string): TestCertificates {
     san: string | undefined,
     validity: { startdate: string; enddate: string } | { days: number },
   ) => {
-    openssl(
-      "req",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-keyout",
-      file(`${name}.key`),
-      "-out",
-      file(`${name}.csr`),
-      "-subj",
-      subject,
-      ...(san ? ["-addext", `subjectAltName=${san}`] : []),
-    );
+    newKey(name, subject, file(`${name}.csr`), ...(san ? ["-addext", `subjectAltName=${san}`] : []));
     const window =
       "days" in validity
         ? ["-days", String(validity.days)]
