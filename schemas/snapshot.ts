@@ -69,34 +69,45 @@ export const Snapshot = SnapshotShape.meta({
 });
 export type Snapshot = z.infer<typeof Snapshot>;
 
-/**
- * Marks broker ids, a generation at a time, so that duplicate and subset checks cost one pass per list
- * with no allocation: ids below 65,536 (nearly all of them) in a typed array, others in a map.
- */
-class IdMarks {
-  private readonly small = new Uint32Array(1 << 16);
-  private readonly large = new Map<number, number>();
-  private generation = 0;
-
-  /** Forgets every mark. */
-  clear(): void {
-    this.generation++;
+/** Whether an id list (at most MAX_REPLICAS ids, nearly always 3) holds an id twice. */
+function hasDuplicate(ids: readonly number[]): boolean {
+  for (let a = 1; a < ids.length; a++) {
+    for (let b = 0; b < a; b++) if (ids[a] === ids[b]) return true;
   }
-
-  /** Marks `id`; true if it was already marked since the last clear. */
-  mark(id: number): boolean {
-    const seen = this.has(id);
-    if (id < 65_536) this.small[id] = this.generation;
-    else this.large.set(id, this.generation);
-    return seen;
-  }
-
-  has(id: number): boolean {
-    return (id < 65_536 ? this.small[id] : this.large.get(id)) === this.generation;
-  }
+  return false;
 }
 
-/** The rules of §3 that relate fields to each other, checked in one pass after the shape. */
+/** The first id of `ids` that `among` lacks. */
+function firstNotIn(ids: readonly number[], among: readonly number[]): number | undefined {
+  for (const id of ids) if (!among.includes(id)) return id;
+  return undefined;
+}
+
+/**
+ * Whether each topic's partition numbers rise through the list, however its topics interleave: then
+ * no (topic, partition) is listed twice. Snapshots are written that way, and this pass costs a
+ * fraction of keeping a set of every partition number.
+ */
+function partitionsRisePerTopic(partitions: readonly Partition[]): boolean {
+  const highest = new Map<string, number>();
+  let topic: string | undefined;
+  let last = -1;
+  for (const p of partitions) {
+    if (p.topic !== topic) {
+      if (topic !== undefined) highest.set(topic, last);
+      topic = p.topic;
+      last = highest.get(topic) ?? -1;
+    }
+    if (p.partition <= last) return false;
+    last = p.partition;
+  }
+  return true;
+}
+
+/**
+ * The rules of §3 that relate fields to each other, checked in one pass after the shape. The lists
+ * are short, so nested loops beat any index.
+ */
 function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
   const problems: InputProblem[] = [];
   // A pointer and a message are built only while the list has room.
@@ -105,7 +116,6 @@ function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
   };
 
   const brokerIds = new Set<number>();
-  const partitionsPerPreferred = new Map<number, number>();
   snapshot.brokers.forEach((broker, i) => {
     if (brokerIds.has(broker.id))
       report(
@@ -114,57 +124,59 @@ function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
       );
     brokerIds.add(broker.id);
   });
+  // Partitions per preferred replica matter only to a broker that states its preferredCount.
+  const countPreferred = snapshot.brokers.some((broker) => broker.preferredCount !== undefined);
+  const partitionsPerPreferred = new Map<number, number>();
 
-  const marks = new IdMarks();
-  const partitionsByTopic = new Map<string, Set<number>>();
   const { partitions } = snapshot;
+  // Only a list whose partition numbers do not rise per topic can hold one twice: then each
+  // topic's numbers go in a set, looked up once per run of the topic's partitions.
+  const mayRepeat = !partitionsRisePerTopic(partitions);
+  const partitionsByTopic = new Map<string, Set<number>>();
+  let topic: string | undefined;
+  let seen = new Set<number>();
   for (let i = 0; i < partitions.length; i++) {
     const p = partitions[i] as Partition;
-    let seen = partitionsByTopic.get(p.topic);
-    if (!seen) {
-      seen = new Set();
-      partitionsByTopic.set(p.topic, seen);
+    if (mayRepeat) {
+      if (p.topic !== topic) {
+        topic = p.topic;
+        seen = partitionsByTopic.get(topic) ?? new Set();
+        partitionsByTopic.set(topic, seen);
+      }
+      if (seen.has(p.partition)) {
+        report(
+          () => pointer(base, "partitions", i),
+          () => `duplicate partition ${p.topic}-${p.partition}`,
+        );
+      }
+      seen.add(p.partition);
     }
-    if (seen.has(p.partition)) {
-      report(
-        () => pointer(base, "partitions", i),
-        () => `duplicate partition ${p.topic}-${p.partition}`,
-      );
-    }
-    seen.add(p.partition);
 
-    marks.clear();
-    let duplicateReplica = false;
-    for (const id of p.replicas) duplicateReplica = marks.mark(id) || duplicateReplica;
-    // The replicas are marked now: an isr member without a mark is not a replica.
-    let stranger: number | undefined;
-    for (const id of p.isr) if (stranger === undefined && !marks.has(id)) stranger = id;
-    marks.clear();
-    let duplicateInIsr = false;
-    for (const id of p.isr) duplicateInIsr = marks.mark(id) || duplicateInIsr;
-    if (duplicateReplica)
+    const { replicas, isr, leader } = p;
+    if (hasDuplicate(replicas))
       report(
         () => pointer(base, "partitions", i, "replicas"),
         () => "duplicate replica id",
       );
-    if (duplicateInIsr)
+    if (hasDuplicate(isr))
       report(
         () => pointer(base, "partitions", i, "isr"),
         () => "duplicate id in isr",
       );
+    const stranger = firstNotIn(isr, replicas);
     if (stranger !== undefined)
       report(
         () => pointer(base, "partitions", i, "isr"),
         () => `isr member ${stranger} is not a replica`,
       );
-    if (p.leader !== -1 && !p.replicas.includes(p.leader)) {
+    if (leader !== -1 && !replicas.includes(leader)) {
       report(
         () => pointer(base, "partitions", i, "leader"),
-        () => `leader ${p.leader} is neither -1 nor a replica`,
+        () => `leader ${leader} is neither -1 nor a replica`,
       );
     }
-    if (!p.reassigning && !p.deleting) {
-      const preferred = p.replicas[0] as number;
+    if (countPreferred && !p.reassigning && !p.deleting) {
+      const preferred = replicas[0] as number;
       partitionsPerPreferred.set(preferred, (partitionsPerPreferred.get(preferred) ?? 0) + 1);
     }
   }

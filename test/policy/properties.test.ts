@@ -324,4 +324,25 @@ describe("the in-place snapshot check", () => {
       { numRuns: 1000 },
     );
   });
+
+  it("finds a (topic, partition) listed twice however the list is ordered", () => {
+    const pairs = fc.array(fc.tuple(fc.constantFrom("a", "b", "c"), fc.integer({ min: 0, max: 6 })), {
+      maxLength: 20,
+    });
+    fc.assert(
+      fc.property(pairs, (list) => {
+        const partitions = list.map(([topic, partition]) => ({
+          topic,
+          partition,
+          replicas: [1],
+          isr: [1],
+          leader: 1,
+        }));
+        const distinct = new Set(list.map(([topic, partition]) => `${topic}-${partition}`)).size;
+        const result = validateSnapshot({ brokers: [{ id: 1 }], partitions });
+        expect(result.ok).toBe(distinct === list.length);
+      }),
+      { numRuns: 2000 },
+    );
+  });
 });

@@ -16,12 +16,33 @@ describe("snapshot validation", () => {
     expect(result.ok).toBe(true);
   });
 
+  it("accepts a topic's partitions in any order, and topics interleaved", () => {
+    const partitions = [
+      partition("t", 2, [1]),
+      partition("u", 0, [2]),
+      partition("t", 0, [1]),
+      partition("u", 1, [2]),
+      partition("t", 1, [3]),
+    ];
+    expect(validateSnapshot({ brokers, partitions }).ok).toBe(true);
+  });
+
   it.each([
     ["a duplicate broker id", { brokers: [...brokers, { id: 2 }], partitions: [] }, "/snapshot/brokers/3/id"],
     [
       "a duplicate (topic, partition)",
       { brokers, partitions: [partition("t", 0, [1]), partition("t", 0, [2])] },
       "/snapshot/partitions/1",
+    ],
+    [
+      "a (topic, partition) listed again after another topic",
+      { brokers, partitions: [partition("t", 0, [1]), partition("u", 0, [1]), partition("t", 0, [2])] },
+      "/snapshot/partitions/2",
+    ],
+    [
+      "a (topic, partition) listed again after a lower one",
+      { brokers, partitions: [partition("t", 1, [1]), partition("t", 0, [1]), partition("t", 1, [2])] },
+      "/snapshot/partitions/2",
     ],
     [
       "an invalid topic name",
