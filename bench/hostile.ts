@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { gzipSync } from "node:zlib";
 import { startPacerServe } from "../devkit/processes.ts";
 
@@ -135,6 +137,13 @@ interface Tally {
 }
 const byKind = new Map<string, Tally>();
 const all: number[] = [];
+/** CPU seconds a process has used, all its threads (Linux: /proc/PID/stat, in clock ticks of 10 ms). */
+function cpuSecondsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+const serverCpuBefore = cpuSecondsOf(server.pid);
+const clientCpuBefore = process.cpuUsage();
 let cursor = 0;
 const started = performance.now();
 await Promise.all(
@@ -151,6 +160,9 @@ await Promise.all(
   }),
 );
 const seconds = (performance.now() - started) / 1000;
+const serverCpu = cpuSecondsOf(server.pid) - serverCpuBefore;
+const clientUsage = process.cpuUsage(clientCpuBefore);
+const clientCpu = (clientUsage.user + clientUsage.system) / 1e6;
 const health = await fetch(`${server.url}/healthz`).then((r) => r.status);
 await server.stop();
 
@@ -185,6 +197,9 @@ console.log(
 );
 console.log(
   `slowest kind alone (median of 5) ${slowestAlone.toFixed(1)} ms (target < 100): ${slowestAlone < 100 ? "met" : "MISSED"}`,
+);
+console.log(
+  `CPU over the mix: server ${serverCpu.toFixed(1)} s (${((1000 * serverCpu) / REQUESTS).toFixed(2)} ms a request), client ${clientCpu.toFixed(1)} s, in ${seconds.toFixed(1)} s on ${availableParallelism()} cores`,
 );
 console.log(`accepted or 5xx: ${accepted} (must be 0); /healthz after the mix: ${health}`);
 if (accepted > 0 || health !== 200) process.exitCode = 1;

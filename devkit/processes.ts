@@ -101,6 +101,8 @@ export async function startPacerServe(env: Record<string, string> = {}) {
   });
   return {
     url,
+    /** The server's process id, for a bench that reads its CPU time. */
+    pid: child.pid as number,
     output: () => `${serve.stdout()}${serve.stderr()}`,
     async stop() {
       if (child.exitCode === null) child.kill("SIGTERM");

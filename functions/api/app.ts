@@ -1,3 +1,4 @@
+import { Readable } from "node:stream";
 import { gzipSync } from "node:zlib";
 import type { Context } from "hono";
 import { Hono } from "hono";
@@ -14,7 +15,7 @@ import { validateSnapshot } from "../../schemas/snapshot.ts";
 import { SnapshotTooLargeError } from "../store/dynamo-store.ts";
 import { type PacerStore, StoreRejectedError, StoreUnavailableError } from "../store/store.ts";
 import { mayAccess, type TokenAuth } from "./auth.ts";
-import { parseJsonBytes, readBodyBytes, readJsonBody } from "./body.ts";
+import { type BodyStream, parseJsonBytes, readBodyBytes, readJsonBody } from "./body.ts";
 import { brokerReadiness, type LastRun } from "./broker-readiness.ts";
 import heavyWork, { type HeavyResult, type HeavyTask } from "./heavy-work.ts";
 import { inProcess, managedRun, type RunnableRequest, type RunObserver } from "./managed-run.ts";
@@ -69,6 +70,16 @@ function send(
     // (some wait to finish sending before they read the answer) instead of leaving it hanging.
     ...(code === 413 ? { connection: "close" } : {}),
   });
+}
+
+/**
+ * The request's body as it arrives: where Node serves the app (the local server), Node's own
+ * request stream, read without the web stream the Request wraps around it; elsewhere (Lambda, tests
+ * through app.request) the Request's.
+ */
+function bodyStream(c: Context): BodyStream {
+  const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming;
+  return incoming instanceof Readable ? incoming : c.req.raw.body;
 }
 
 /** A positive integer query parameter, or a problem naming it. */
@@ -171,7 +182,7 @@ export function createApi(options: AppOptions): Hono<Env> {
     offload?.wants(task.bytes.byteLength) ? offload.run(task, { handOver: true }) : heavyWork(task);
 
   app.post("/v1/evaluate", async (c) => {
-    const body = await readBodyBytes(c.req.raw, maxBodyBytes);
+    const body = await readBodyBytes(c.req.raw, maxBodyBytes, bodyStream(c));
     if (!body.ok) return send(c, body.problem);
     const explain = c.req.query("explain") === "partitions";
     const result = await heavy({ kind: "evaluate", bytes: body.bytes, clockMs: clock(), explain });
@@ -190,7 +201,7 @@ export function createApi(options: AppOptions): Hono<Env> {
         invalidInput([{ pointer: "/header/Idempotency-Key", detail: "must be 1–255 characters" }]),
       );
     }
-    const body = await readBodyBytes(c.req.raw, maxBodyBytes);
+    const body = await readBodyBytes(c.req.raw, maxBodyBytes, bodyStream(c));
     if (!body.ok) return send(c, body.problem);
     let request: RunnableRequest;
     if (offload?.wants(body.bytes.byteLength)) {
@@ -246,7 +257,7 @@ export function createApi(options: AppOptions): Hono<Env> {
 
   app.put("/v1/clusters/:clusterId/config", async (c) => {
     const clusterId = c.req.param("clusterId");
-    const body = await readJsonBody(c.req.raw, maxBodyBytes);
+    const body = await readJsonBody(c.req.raw, maxBodyBytes, bodyStream(c));
     if (!body.ok) return send(c, body.problem);
     const config = validateWith(ConfigOverridesSchema, body.value);
     if (!config.ok) return send(c, invalidInput(config.problems, "configuration"));
@@ -257,7 +268,7 @@ export function createApi(options: AppOptions): Hono<Env> {
 
   app.put("/v1/clusters/:clusterId/snapshot", async (c) => {
     const clusterId = c.req.param("clusterId");
-    const body = await readJsonBody(c.req.raw, maxBodyBytes);
+    const body = await readJsonBody(c.req.raw, maxBodyBytes, bodyStream(c));
     if (!body.ok) return send(c, body.problem);
     const snapshot = validateSnapshot(body.value);
     if (!snapshot.ok) return send(c, invalidInput(snapshot.problems, "snapshot"));
@@ -290,7 +301,7 @@ export function createApi(options: AppOptions): Hono<Env> {
         ),
       );
     }
-    const body = await readJsonBody(c.req.raw, maxBodyBytes);
+    const body = await readJsonBody(c.req.raw, maxBodyBytes, bodyStream(c));
     if (!body.ok) return send(c, body.problem);
     const config = validateWith(ConfigOverridesSchema, body.value);
     if (!config.ok) return send(c, invalidInput(config.problems, "configuration"));
