@@ -135,7 +135,8 @@ function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
   const partitionsByTopic = new Map<string, Set<number>>();
   let topic: string | undefined;
   let seen = new Set<number>();
-  for (let i = 0; i < partitions.length; i++) {
+  // A full list ends the walk: a hostile body costs no more to refuse than to read.
+  for (let i = 0; i < partitions.length && problems.length < MAX_LISTED_PROBLEMS; i++) {
     const p = partitions[i] as Partition;
     if (mayRepeat) {
       if (p.topic !== topic) {
