@@ -9,7 +9,7 @@ import { startPacerServe } from "../devkit/processes.ts";
  * refused (4xx, or the connection closed on a body still being sent); each is timed from the first
  * byte sent to the answer. Target: p99 < 100 ms over the mix, and each kind alone within 100 ms.
  * `--unparsed` leaves out the malformed snapshots, the only kinds that must be parsed to be refused
- * (1.3–1.4 MB each, ~30 ms of the one worker thread): what remains is refused on its headers, its
+ * (1.3–1.4 MB each, 10–20 ms of the one worker thread): what remains is refused on its headers, its
  * size or its gzip alone.
  */
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 10_000);
