@@ -69,17 +69,58 @@ export const Snapshot = SnapshotShape.meta({
 });
 export type Snapshot = z.infer<typeof Snapshot>;
 
-/** Whether an id list (at most MAX_REPLICAS ids, nearly always 3) holds an id twice. */
-function hasDuplicate(ids: readonly number[]): boolean {
-  for (let a = 1; a < ids.length; a++) {
-    for (let b = 0; b < a; b++) if (ids[a] === ids[b]) return true;
+/**
+ * Marks broker ids, a generation at a time, so that the checks of a long id list cost one pass with
+ * no allocation: ids below 65,536 (nearly all of them) in a typed array, others in a map.
+ */
+class IdMarks {
+  private readonly small = new Uint32Array(1 << 16);
+  private readonly large = new Map<number, number>();
+  private generation = 0;
+
+  /** Forgets every mark. */
+  clear(): void {
+    this.generation++;
   }
+
+  /** Marks `id`; true if it was already marked since the last clear. */
+  mark(id: number): boolean {
+    const seen = this.has(id);
+    if (id < 65_536) this.small[id] = this.generation;
+    else this.large.set(id, this.generation);
+    return seen;
+  }
+
+  has(id: number): boolean {
+    return (id < 65_536 ? this.small[id] : this.large.get(id)) === this.generation;
+  }
+}
+
+/** Up to this many ids (nearly every list: replication factors are 3), nested loops beat marks. */
+const SHORT_LIST = 8;
+
+/** Whether an id list holds an id twice. */
+function hasDuplicate(ids: readonly number[], marks: IdMarks): boolean {
+  if (ids.length <= SHORT_LIST) {
+    for (let a = 1; a < ids.length; a++) {
+      for (let b = 0; b < a; b++) if (ids[a] === ids[b]) return true;
+    }
+    return false;
+  }
+  marks.clear();
+  for (const id of ids) if (marks.mark(id)) return true;
   return false;
 }
 
 /** The first id of `ids` that `among` lacks. */
-function firstNotIn(ids: readonly number[], among: readonly number[]): number | undefined {
-  for (const id of ids) if (!among.includes(id)) return id;
+function firstNotIn(ids: readonly number[], among: readonly number[], marks: IdMarks): number | undefined {
+  if (among.length <= SHORT_LIST) {
+    for (const id of ids) if (!among.includes(id)) return id;
+    return undefined;
+  }
+  marks.clear();
+  for (const id of among) marks.mark(id);
+  for (const id of ids) if (!marks.has(id)) return id;
   return undefined;
 }
 
@@ -105,8 +146,7 @@ function partitionsRisePerTopic(partitions: readonly Partition[]): boolean {
 }
 
 /**
- * The rules of §3 that relate fields to each other, checked in one pass after the shape. The lists
- * are short, so nested loops beat any index.
+ * The rules of §3 that relate fields to each other, checked in one pass after the shape.
  */
 function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
   const problems: InputProblem[] = [];
@@ -133,6 +173,7 @@ function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
   // topic's numbers go in a set, looked up once per run of the topic's partitions.
   const mayRepeat = !partitionsRisePerTopic(partitions);
   const partitionsByTopic = new Map<string, Set<number>>();
+  const marks = new IdMarks();
   let topic: string | undefined;
   let seen = new Set<number>();
   // A full list ends the walk: a hostile body costs no more to refuse than to read.
@@ -154,17 +195,17 @@ function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
     }
 
     const { replicas, isr, leader } = p;
-    if (hasDuplicate(replicas))
+    if (hasDuplicate(replicas, marks))
       report(
         () => pointer(base, "partitions", i, "replicas"),
         () => "duplicate replica id",
       );
-    if (hasDuplicate(isr))
+    if (hasDuplicate(isr, marks))
       report(
         () => pointer(base, "partitions", i, "isr"),
         () => "duplicate id in isr",
       );
-    const stranger = firstNotIn(isr, replicas);
+    const stranger = firstNotIn(isr, replicas, marks);
     if (stranger !== undefined)
       report(
         () => pointer(base, "partitions", i, "isr"),

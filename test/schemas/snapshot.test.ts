@@ -16,13 +16,14 @@ describe("snapshot validation", () => {
     expect(result.ok).toBe(true);
   });
 
-  it("accepts a topic's partitions in any order, and topics interleaved", () => {
+  it("accepts a topic's partitions in any order, topics interleaved, and long replica lists", () => {
     const partitions = [
       partition("t", 2, [1]),
       partition("u", 0, [2]),
       partition("t", 0, [1]),
       partition("u", 1, [2]),
       partition("t", 1, [3]),
+      partition("v", 0, [12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1], { isr: [1, 5, 12] }),
     ];
     expect(validateSnapshot({ brokers, partitions }).ok).toBe(true);
   });
@@ -68,6 +69,19 @@ describe("snapshot validation", () => {
       "duplicate replicas",
       { brokers, partitions: [partition("t", 0, [1, 1])] },
       "/snapshot/partitions/0/replicas",
+    ],
+    [
+      "duplicate replicas in a list of ten",
+      { brokers, partitions: [partition("t", 0, [1, 2, 3, 4, 5, 6, 7, 8, 9, 1])] },
+      "/snapshot/partitions/0/replicas",
+    ],
+    [
+      "an isr member that is not one of ten replicas",
+      {
+        brokers,
+        partitions: [partition("t", 0, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], { isr: [1, 11] })],
+      },
+      "/snapshot/partitions/0/isr",
     ],
     [
       "an isr member that is not a replica",
