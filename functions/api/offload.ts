@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { availableParallelism } from "node:os";
 import { pathToFileURL } from "node:url";
 import { Piscina } from "piscina";
 import type { HeavyResult, HeavyTask } from "./heavy-work.ts";
@@ -9,6 +10,12 @@ import type { HeavyResult, HeavyTask } from "./heavy-work.ts";
  * again and again, and JSON.parse takes 2-2.5 times as long (bench:http).
  */
 const YOUNG_GENERATION_MB = 192;
+
+/**
+ * Threads: one per core but the event loop's, at least one, and at most four, since a thread
+ * parsing an 8 MiB body holds a few hundred MB.
+ */
+const WORKER_THREADS = Math.min(4, Math.max(1, availableParallelism() - 1));
 
 /**
  * A pool of worker threads for large request bodies (piscina): above `minBytes`, parsing, validation
@@ -24,9 +31,9 @@ export class Offload {
     const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
     this.pool = new Piscina({
       filename: new URL("./heavy-worker.ts", import.meta.url).href,
-      // One thread: on two cores the other belongs to the event loop.
+      // On two cores one thread, for which large bodies queue; on more, side by side.
       minThreads: 1,
-      maxThreads: 1,
+      maxThreads: WORKER_THREADS,
       execArgv: ["--import", tsx],
       // An idle worker stays, so a burst of large bodies pays no start-up.
       idleTimeout: 60_000,
