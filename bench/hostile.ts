@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { gzipSync } from "node:zlib";
 import { startPacerServe } from "../devkit/processes.ts";
@@ -137,8 +137,12 @@ interface Tally {
 }
 const byKind = new Map<string, Tally>();
 const all: number[] = [];
-/** CPU seconds a process has used, all its threads (Linux: /proc/PID/stat, in clock ticks of 10 ms). */
+/**
+ * CPU seconds a process has used, all its threads: Linux's /proc/PID/stat, in clock ticks of 10 ms.
+ * NaN where there is no /proc.
+ */
 function cpuSecondsOf(pid: number): number {
+  if (!existsSync(`/proc/${pid}/stat`)) return Number.NaN;
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
