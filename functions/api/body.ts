@@ -15,6 +15,9 @@ const RATIO_CHECKED_ABOVE = 1 << 20;
 /** Inflated output per step on zlib's threads: 8 MiB in 8 hops, not 512 of the default 16 KiB. */
 const INFLATE_CHUNK_BYTES = 1 << 20;
 
+const bodyTooLarge = (maxBytes: number) =>
+  problem("payload-too-large", `The body is larger than ${maxBytes} bytes`);
+
 const JSON_MEDIA_TYPE = /^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i;
 
 /**
@@ -80,7 +83,7 @@ export async function readBodyBytes(
       ),
     };
   }
-  const tooLarge = problem("payload-too-large", `The body is larger than ${maxBytes} bytes`);
+  const tooLarge = bodyTooLarge(maxBytes);
   if (Number(request.headers.get("content-length") ?? 0) > maxBytes) return { ok: false, problem: tooLarge };
 
   const bytes =
@@ -99,7 +102,7 @@ export async function readBodyBytes(
  * times the compressed bytes zlib has consumed: a bomb is stopped at its second step.
  */
 async function readGzipLimited(stream: BodyStream, maxBytes: number): Promise<Buffer | ProblemDetails> {
-  const tooLarge = problem("payload-too-large", `The body is larger than ${maxBytes} bytes`);
+  const tooLarge = bodyTooLarge(maxBytes);
   const compressed = await readLimited(stream, maxBytes);
   if (compressed === null) return tooLarge;
   const inflating = createGunzip({ chunkSize: INFLATE_CHUNK_BYTES });
