@@ -277,8 +277,9 @@ export class KafkaAdminClient {
   /**
    * `body` where the controller's calls are answered. A KRaft broker forwards them to the controller:
    * the one connection serves (brokers with DescribeTopicPartitions, 3.7 on, are KRaft's). Otherwise,
-   * the broker Metadata names as controller, on a connection kept to it; a kept connection found dead
-   * (that broker restarted since) is replaced once.
+   * the broker Metadata names as controller, on a connection kept to it; a call that fails on a kept
+   * connection (that broker may have restarted since) is tried once more on a new one. Both calls
+   * may be repeated: a preferred election already done answers ELECTION_NOT_NEEDED.
    */
   private async onController<T>(body: (connection: Connection) => Promise<T>): Promise<T> {
     await this.connect();
