@@ -150,18 +150,17 @@ function partitionsRisePerTopic(partitions: readonly Partition[]): boolean {
  */
 function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
   const problems: InputProblem[] = [];
-  // A pointer and a message are built only while the list has room.
-  const report = (at: () => string, detail: () => string) => {
-    if (problems.length < MAX_LISTED_PROBLEMS) problems.push({ pointer: at(), detail: detail() });
+  // Pointers and messages are built only for a problem found while the list has room, and without
+  // closures over the loop's variables, which would cost an allocation per partition.
+  const room = () => problems.length < MAX_LISTED_PROBLEMS;
+  const add = (at: string, detail: string) => {
+    problems.push({ pointer: at, detail });
   };
 
   const brokerIds = new Set<number>();
   snapshot.brokers.forEach((broker, i) => {
-    if (brokerIds.has(broker.id))
-      report(
-        () => pointer(base, "brokers", i, "id"),
-        () => `duplicate broker id ${broker.id}`,
-      );
+    if (brokerIds.has(broker.id) && room())
+      add(pointer(base, "brokers", i, "id"), `duplicate broker id ${broker.id}`);
     brokerIds.add(broker.id);
   });
   // Partitions per preferred replica matter only to a broker that states its preferredCount.
@@ -177,7 +176,7 @@ function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
   let topic: string | undefined;
   let seen = new Set<number>();
   // A full list ends the walk: a hostile body costs no more to refuse than to read.
-  for (let i = 0; i < partitions.length && problems.length < MAX_LISTED_PROBLEMS; i++) {
+  for (let i = 0; i < partitions.length && room(); i++) {
     const p = partitions[i] as Partition;
     if (mayRepeat) {
       if (p.topic !== topic) {
@@ -185,38 +184,20 @@ function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
         seen = partitionsByTopic.get(topic) ?? new Set();
         partitionsByTopic.set(topic, seen);
       }
-      if (seen.has(p.partition)) {
-        report(
-          () => pointer(base, "partitions", i),
-          () => `duplicate partition ${p.topic}-${p.partition}`,
-        );
-      }
+      if (seen.has(p.partition) && room())
+        add(pointer(base, "partitions", i), `duplicate partition ${p.topic}-${p.partition}`);
       seen.add(p.partition);
     }
 
     const { replicas, isr, leader } = p;
-    if (hasDuplicate(replicas, marks))
-      report(
-        () => pointer(base, "partitions", i, "replicas"),
-        () => "duplicate replica id",
-      );
-    if (hasDuplicate(isr, marks))
-      report(
-        () => pointer(base, "partitions", i, "isr"),
-        () => "duplicate id in isr",
-      );
+    if (hasDuplicate(replicas, marks) && room())
+      add(pointer(base, "partitions", i, "replicas"), "duplicate replica id");
+    if (hasDuplicate(isr, marks) && room()) add(pointer(base, "partitions", i, "isr"), "duplicate id in isr");
     const stranger = firstNotIn(isr, replicas, marks);
-    if (stranger !== undefined)
-      report(
-        () => pointer(base, "partitions", i, "isr"),
-        () => `isr member ${stranger} is not a replica`,
-      );
-    if (leader !== -1 && !replicas.includes(leader)) {
-      report(
-        () => pointer(base, "partitions", i, "leader"),
-        () => `leader ${leader} is neither -1 nor a replica`,
-      );
-    }
+    if (stranger !== undefined && room())
+      add(pointer(base, "partitions", i, "isr"), `isr member ${stranger} is not a replica`);
+    if (leader !== -1 && !replicas.includes(leader) && room())
+      add(pointer(base, "partitions", i, "leader"), `leader ${leader} is neither -1 nor a replica`);
     if (countPreferred && !p.reassigning && !p.deleting) {
       const preferred = replicas[0] as number;
       partitionsPerPreferred.set(preferred, (partitionsPerPreferred.get(preferred) ?? 0) + 1);
@@ -225,11 +206,10 @@ function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
 
   snapshot.brokers.forEach((broker, i) => {
     const listed = partitionsPerPreferred.get(broker.id) ?? 0;
-    if (broker.preferredCount !== undefined && broker.preferredCount < listed) {
-      report(
-        () => pointer(base, "brokers", i, "preferredCount"),
-        () =>
-          `preferredCount ${broker.preferredCount} is less than the ${listed} partitions listed with preferred replica ${broker.id} (not reassigning or deleting)`,
+    if (broker.preferredCount !== undefined && broker.preferredCount < listed && room()) {
+      add(
+        pointer(base, "brokers", i, "preferredCount"),
+        `preferredCount ${broker.preferredCount} is less than the ${listed} partitions listed with preferred replica ${broker.id} (not reassigning or deleting)`,
       );
     }
   });
