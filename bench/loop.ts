@@ -13,8 +13,13 @@ const percentile = (values: number[], p: number) =>
   [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))] ??
   NaN;
 
-// Bodies encoded once, so that the client's own event loop, which the probe shares, does not
-// spend ~10 ms encoding 8 MiB for every large request.
+/**
+ * Bodies are encoded once, so that the client's own event loop, which the probe shares, does not
+ * spend ~10 ms encoding 8 MiB for every large request.
+ */
+function encode(body: unknown): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify(body));
+}
 const large = encode({
   snapshot: recoveringCluster({
     brokers: 60,
@@ -31,9 +36,6 @@ const small = encode({
     partitions: [{ topic: "t", partition: 0, replicas: [1, 2], isr: [2], leader: 2 }],
   },
 });
-function encode(body: unknown): Uint8Array {
-  return new TextEncoder().encode(JSON.stringify(body));
-}
 const post = (url: string, body: Uint8Array) =>
   fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body }).then(async (r) => {
     await r.arrayBuffer();
