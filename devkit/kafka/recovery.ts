@@ -42,20 +42,16 @@ export async function createEvenTopics(
             { name: "follower.replication.throttled.replicas", value: "*" },
           ],
         });
-      // A ZooKeeper-mode controller may not know every broker yet when they are all listed: retry
-      // for a while; a topic an earlier attempt created is done.
+      // A ZooKeeper-mode controller may not know every broker yet when they are all listed, and a
+      // controller busy starting up may time a request out: retry as long as the leaders may take
+      // below; a topic an earlier attempt created is done.
       await waitFor(
         () =>
           create().then(
             () => true,
-            (error: Error) =>
-              /already exists/i.test(
-                `${error.message} ${JSON.stringify((error as { errors?: unknown }).errors ?? "")}`,
-              )
-                ? true
-                : Promise.reject(error),
+            (error: Error) => (/already exists/i.test(describeError(error)) ? true : Promise.reject(error)),
           ),
-        30_000,
+        timeoutMs,
         `topic ${topic} created`,
       );
     }
@@ -178,7 +174,21 @@ export async function waitFor<T>(
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${lastError}` : ""}`);
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${describeError(lastError)}` : ""}`,
+  );
+}
+
+/**
+ * An error with the errors it gathers and its cause, as the Kafka client nests them (attempts, then
+ * the per-topic answers with Kafka's own message), so that a failure in CI says what Kafka answered.
+ */
+export function describeError(error: unknown, depth = 0): string {
+  if (!(error instanceof Error) || depth > 4) return String(error);
+  const details = error as Error & { errors?: unknown[]; serverErrorMessage?: unknown; apiId?: unknown };
+  const own = [details.apiId, details.message, details.serverErrorMessage].filter(Boolean).join(" ");
+  const inner = [...(details.errors ?? []), ...(error.cause ? [error.cause] : [])];
+  return inner.length === 0 ? own : `${own} [${inner.map((e) => describeError(e, depth + 1)).join("; ")}]`;
 }
 
 export interface LeadershipMove {
