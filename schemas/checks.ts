@@ -18,12 +18,16 @@ export const isInt = (v: unknown, min: number, max: number): v is number =>
 export const isBrokerId = (v: unknown): v is number =>
   typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= MAX_BROKER_ID;
 
-/** Problems up to MAX_LISTED_PROBLEMS; `report` answers whether there is room for more, to stop a walk. */
+/**
+ * Problems up to MAX_LISTED_PROBLEMS; `report` answers whether there is room for more, to stop a walk,
+ * and `room` asks before a problem's pointer and message are built.
+ */
 export function problemList() {
   const problems: InputProblem[] = [];
+  const room = (): boolean => problems.length < MAX_LISTED_PROBLEMS;
   const report = (at: string, detail: string): boolean => {
     problems.push({ pointer: at, detail });
-    return problems.length < MAX_LISTED_PROBLEMS;
+    return room();
   };
-  return { problems, report };
+  return { problems, report, room };
 }

@@ -149,18 +149,14 @@ function partitionsRisePerTopic(partitions: readonly Partition[]): boolean {
  * The rules of §3 that relate fields to each other, checked in one pass after the shape.
  */
 function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
-  const problems: InputProblem[] = [];
   // Pointers and messages are built only for a problem found while the list has room, and without
   // closures over the loop's variables, which would cost an allocation per partition.
-  const room = () => problems.length < MAX_LISTED_PROBLEMS;
-  const add = (at: string, detail: string) => {
-    problems.push({ pointer: at, detail });
-  };
+  const { problems, report, room } = problemList();
 
   const brokerIds = new Set<number>();
   snapshot.brokers.forEach((broker, i) => {
     if (brokerIds.has(broker.id) && room())
-      add(pointer(base, "brokers", i, "id"), `duplicate broker id ${broker.id}`);
+      report(pointer(base, "brokers", i, "id"), `duplicate broker id ${broker.id}`);
     brokerIds.add(broker.id);
   });
   // Partitions per preferred replica matter only to a broker that states its preferredCount.
@@ -185,19 +181,20 @@ function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
         partitionsByTopic.set(topic, seen);
       }
       if (seen.has(p.partition) && room())
-        add(pointer(base, "partitions", i), `duplicate partition ${p.topic}-${p.partition}`);
+        report(pointer(base, "partitions", i), `duplicate partition ${p.topic}-${p.partition}`);
       seen.add(p.partition);
     }
 
     const { replicas, isr, leader } = p;
     if (hasDuplicate(replicas, marks) && room())
-      add(pointer(base, "partitions", i, "replicas"), "duplicate replica id");
-    if (hasDuplicate(isr, marks) && room()) add(pointer(base, "partitions", i, "isr"), "duplicate id in isr");
+      report(pointer(base, "partitions", i, "replicas"), "duplicate replica id");
+    if (hasDuplicate(isr, marks) && room())
+      report(pointer(base, "partitions", i, "isr"), "duplicate id in isr");
     const stranger = firstNotIn(isr, replicas, marks);
     if (stranger !== undefined && room())
-      add(pointer(base, "partitions", i, "isr"), `isr member ${stranger} is not a replica`);
+      report(pointer(base, "partitions", i, "isr"), `isr member ${stranger} is not a replica`);
     if (leader !== -1 && !replicas.includes(leader) && room())
-      add(pointer(base, "partitions", i, "leader"), `leader ${leader} is neither -1 nor a replica`);
+      report(pointer(base, "partitions", i, "leader"), `leader ${leader} is neither -1 nor a replica`);
     if (countPreferred && !p.reassigning && !p.deleting) {
       const preferred = replicas[0] as number;
       partitionsPerPreferred.set(preferred, (partitionsPerPreferred.get(preferred) ?? 0) + 1);
@@ -207,7 +204,7 @@ function relationalProblems(snapshot: Snapshot, base: string): InputProblem[] {
   snapshot.brokers.forEach((broker, i) => {
     const listed = partitionsPerPreferred.get(broker.id) ?? 0;
     if (broker.preferredCount !== undefined && broker.preferredCount < listed && room()) {
-      add(
+      report(
         pointer(base, "brokers", i, "preferredCount"),
         `preferredCount ${broker.preferredCount} is less than the ${listed} partitions listed with preferred replica ${broker.id} (not reassigning or deleting)`,
       );
