@@ -91,7 +91,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   const store = new DynamoStore(client, options.tableName);
   const metrics = new PrometheusObserver();
   const workerMinBytes = options.workerMinBytes ?? DEFAULT_WORKER_MIN_BYTES;
-  const offload = workerMinBytes > 0 ? new Offload(workerMinBytes) : undefined;
+  const offload = workerMinBytes > 0 ? await Offload.start(workerMinBytes) : undefined;
   const app = createApp({
     store,
     offload,
