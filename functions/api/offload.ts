@@ -1,5 +1,4 @@
-import { createHash } from "node:crypto";
-import { existsSync, renameSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -25,8 +24,8 @@ const WORKER_THREADS = Math.min(4, Math.max(1, availableParallelism() - 1));
  * through tsx, as the server runs its sources, the worker validated and ran a 200,000-partition
  * snapshot 1.5–2.5 times slower than the same code bundled (bench:http: validation 40–76 ms against
  * 16–32). piscina stays outside, imported by its absolute path, so that the answer's `move` marks it
- * for the piscina the worker runs under, and the bundle may live anywhere: in the temporary folder,
- * named by its content, built once a process and shared by processes running the same code.
+ * for the piscina the worker runs under, and the bundle may live anywhere: in a private temporary
+ * folder (no other user can put code there), built once a process and removed when it exits.
  */
 let workerBundle: Promise<string> | undefined;
 function bundledWorker(): Promise<string> {
@@ -49,15 +48,10 @@ function bundledWorker(): Promise<string> {
         },
       ],
     });
-    const code = outputFiles[0]?.contents as Uint8Array;
-    const hash = createHash("sha256").update(code).digest("hex").slice(0, 16);
-    const file = join(tmpdir(), `leadership-pacer-worker-${hash}.mjs`);
-    if (!existsSync(file)) {
-      // Written beside and renamed into place, so a process starting alongside never loads half a file.
-      const partial = `${file}.${process.pid}.partial`;
-      writeFileSync(partial, code);
-      renameSync(partial, file);
-    }
+    const folder = mkdtempSync(join(tmpdir(), "leadership-pacer-worker-"));
+    process.once("exit", () => rmSync(folder, { recursive: true, force: true }));
+    const file = join(folder, "heavy-worker.mjs");
+    writeFileSync(file, outputFiles[0]?.contents as Uint8Array);
     return pathToFileURL(file).href;
   })();
   return workerBundle;
