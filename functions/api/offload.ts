@@ -1,7 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { availableParallelism } from "node:os";
+import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { Piscina } from "piscina";
 import type { HeavyResult, HeavyTask } from "./heavy-work.ts";
@@ -20,40 +18,38 @@ const YOUNG_GENERATION_MB = 192;
 const WORKER_THREADS = Math.min(4, Math.max(1, availableParallelism() - 1));
 
 /**
- * The worker's code as one esbuild bundle of heavy-worker.ts and what it imports. Run module by module
- * through tsx, as the server runs its sources, the worker validated and ran a 200,000-partition
- * snapshot 1.5–2.5 times slower than the same code bundled (bench:http: validation 40–76 ms against
- * 16–32). piscina stays outside, imported by its absolute path, so that the answer's `move` marks it
- * for the piscina the worker runs under, and the bundle may live anywhere: in a private temporary
- * folder (no other user can put code there), built once a process and removed when it exits.
+ * The worker's code as one esbuild bundle of heavy-worker.ts and what it imports, base64 for a data:
+ * URL (heavy-worker-loader.mjs). Run module by module through tsx, as the server runs its sources, the
+ * worker validated and ran a 200,000-partition snapshot 1.5–2.5 times slower than the same code
+ * bundled (bench:http: validation 40–76 ms against 16–32). piscina stays outside, imported by the
+ * absolute URL of its ES module entry, so that the answer's `move` marks it for the piscina the worker
+ * runs under. Built once a process; held in memory, never written to disk.
  */
 let workerBundle: Promise<string> | undefined;
 function bundledWorker(): Promise<string> {
-  workerBundle ??= (async () => {
-    // As heavy-worker.ts would import it: piscina's ES module entry.
-    const piscina = import.meta.resolve("piscina");
-    const { outputFiles } = await build({
-      entryPoints: [fileURLToPath(new URL("./heavy-worker.ts", import.meta.url))],
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      target: "node20",
-      write: false,
-      logLevel: "silent",
-      plugins: [
-        {
-          name: "piscina-outside",
-          setup: (bundler) =>
-            bundler.onResolve({ filter: /^piscina$/ }, () => ({ path: piscina, external: true })),
-        },
-      ],
-    });
-    const folder = mkdtempSync(join(tmpdir(), "leadership-pacer-worker-"));
-    process.once("exit", () => rmSync(folder, { recursive: true, force: true }));
-    const file = join(folder, "heavy-worker.mjs");
-    writeFileSync(file, outputFiles[0]?.contents as Uint8Array);
-    return pathToFileURL(file).href;
-  })();
+  workerBundle ??= build({
+    entryPoints: [fileURLToPath(new URL("./heavy-worker.ts", import.meta.url))],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    write: false,
+    logLevel: "silent",
+    plugins: [
+      {
+        name: "piscina-outside",
+        setup: (bundler) =>
+          bundler.onResolve({ filter: /^piscina$/ }, () => ({
+            path: import.meta.resolve("piscina"),
+            external: true,
+          })),
+      },
+    ],
+  }).then(({ outputFiles }) => {
+    // Stack traces name the bundle, not its 300 KB data: URL.
+    const code = `${outputFiles[0]?.text}\n//# sourceURL=leadership-pacer-heavy-worker.mjs\n`;
+    return Buffer.from(code).toString("base64");
+  });
   return workerBundle;
 }
 
@@ -84,10 +80,11 @@ export class Offload {
 
   private constructor(
     readonly minBytes: number,
-    filename: string,
+    bundle: string,
   ) {
     this.pool = new Piscina({
-      filename,
+      filename: new URL("./heavy-worker-loader.mjs", import.meta.url).href,
+      workerData: { bundle },
       // On two cores one thread, for which large bodies queue; on more, side by side.
       minThreads: 1,
       maxThreads: WORKER_THREADS,
