@@ -10,7 +10,7 @@ import { startPacerServe } from "../devkit/processes.ts";
  * refused (4xx, or the connection closed on a body still being sent); each is timed from its
  * connection to the answer. Target: p99 < 100 ms over the mix, and each kind alone within 100 ms.
  * `--unparsed` leaves out the malformed snapshots, the only kinds that must be parsed to be refused
- * (two of 1.3–1.4 MB, 13–14 ms each of the one worker thread here, as a valid snapshot of that size
+ * (two of 1.3–1.4 MB, 12–17 ms each of the one worker thread here, as a valid snapshot of that size
  * costs, and one of 100 KB): what remains is refused on its headers, its size or its gzip alone.
  */
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 10_000);
