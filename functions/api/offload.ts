@@ -25,10 +25,12 @@ const WORKER_THREADS = Math.min(4, Math.max(1, availableParallelism() - 1));
  * absolute URL of its ES module entry, so that the answer's `move` marks it for the piscina the worker
  * runs under. Built once a process; held in memory, never written to disk.
  */
-let workerBundle: Promise<string> | undefined;
-function bundledWorker(): Promise<string> {
-  workerBundle ??= build({
-    entryPoints: [fileURLToPath(new URL("./heavy-worker.ts", import.meta.url))],
+const workerBundles = new Map<string, Promise<string>>();
+function bundledWorker(entry: URL): Promise<string> {
+  const built = workerBundles.get(entry.href);
+  if (built) return built;
+  const bundle = build({
+    entryPoints: [fileURLToPath(entry)],
     bundle: true,
     platform: "node",
     format: "esm",
@@ -50,7 +52,8 @@ function bundledWorker(): Promise<string> {
     const code = `${outputFiles[0]?.text}\n//# sourceURL=leadership-pacer-heavy-worker.mjs\n`;
     return Buffer.from(code).toString("base64");
   });
-  return workerBundle;
+  workerBundles.set(entry.href, bundle);
+  return bundle;
 }
 
 /**
@@ -63,12 +66,15 @@ export class Offload {
   private readonly pool: Piscina;
 
   /**
-   * A pool running the bundled worker code (built on the first call in a process), proven by a
-   * first task: a worker that cannot load its code stops the server's start, rather than leaving
+   * A pool running the bundled worker code (`entry` and what it imports, built once a process),
+   * proven by a first task: a worker that cannot load its code stops the server's start, rather than leaving
    * every large request to wait on it.
    */
-  static async start(minBytes: number): Promise<Offload> {
-    const offload = new Offload(minBytes, await bundledWorker());
+  static async start(
+    minBytes: number,
+    entry = new URL("./heavy-worker.ts", import.meta.url),
+  ): Promise<Offload> {
+    const offload = new Offload(minBytes, await bundledWorker(entry));
     try {
       await offload.run({ kind: "check-managed", bytes: new TextEncoder().encode("{}") });
     } catch (error) {

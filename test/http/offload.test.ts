@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Offload } from "../../functions/api/offload.ts";
 import { call } from "../support/http.ts";
 import { openServer } from "../support/stores.ts";
 
@@ -71,5 +72,10 @@ describe("bodies handled by the worker pool", () => {
     const again = await call(`${inWorker.url}/v1/clusters/idem/evaluate`, { body, headers });
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(again.text).toBe(first.text);
+  });
+
+  it("will not start on a worker that cannot load its code, rather than leave large requests waiting", async () => {
+    const entry = new URL("../support/unloadable-worker.ts", import.meta.url);
+    await expect(Offload.start(1, entry)).rejects.toThrow("this worker cannot load its code");
   });
 });
