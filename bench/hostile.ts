@@ -117,6 +117,7 @@ function send(url: URL, bytes: Buffer): Promise<{ ms: number; outcome: string }>
   return new Promise((resolve) => {
     let head = "";
     let settled = false;
+    const status = () => /^HTTP\/1\.1 (\d{3})/.exec(head)?.[1];
     const settle = (outcome: string) => {
       if (settled) return;
       settled = true;
@@ -127,11 +128,8 @@ function send(url: URL, bytes: Buffer): Promise<{ ms: number; outcome: string }>
     socket.on("data", (chunk: Buffer) => {
       if (head.length < 16) head += chunk.toString("latin1", 0, 16);
     });
-    socket.on("end", () => settle(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? "closed"));
-    socket.on("error", (error: NodeJS.ErrnoException) => {
-      const status = /^HTTP\/1\.1 (\d{3})/.exec(head)?.[1];
-      settle(status ?? error.code ?? "error");
-    });
+    socket.on("end", () => settle(status() ?? "closed"));
+    socket.on("error", (error: NodeJS.ErrnoException) => settle(status() ?? error.code ?? "error"));
   });
 }
 
