@@ -23,7 +23,7 @@ const WORKER_THREADS = Math.min(4, Math.max(1, availableParallelism() - 1));
  * worker validated and ran a 200,000-partition snapshot 1.5–2.5 times slower than the same code
  * bundled (bench:http: validation 40–76 ms against 16–32). piscina stays outside, imported by the
  * absolute URL of its ES module entry, so that the answer's `move` marks it for the piscina the worker
- * runs under. Built once a process; held in memory, never written to disk.
+ * runs under. Built once a process for each entry; held in memory, never written to disk.
  */
 const workerBundles = new Map<string, Promise<string>>();
 function bundledWorker(entry: URL): Promise<string> {
@@ -67,8 +67,8 @@ export class Offload {
 
   /**
    * A pool running the bundled worker code (`entry` and what it imports, built once a process),
-   * proven by a first task: a worker that cannot load its code stops the server's start, rather than leaving
-   * every large request to wait on it.
+   * proven by a first task: a worker that cannot load its code stops the server's start, rather
+   * than leaving every large request to wait on it.
    */
   static async start(
     minBytes: number,
