@@ -25,15 +25,22 @@ export async function createEvenTopics(
   timeoutMs = 60_000,
 ): Promise<void> {
   const brokers = cluster.brokerIds();
-  const admin = new Admin({ clientId: "pacer-test", bootstrapBrokers: cluster.bootstrapServers.split(",") });
-  try {
-    for (const [t, topic] of topics.entries()) {
-      const assignments = Array.from({ length: partitionsPerTopic }, (_, partition) => ({
-        partition,
-        brokers: evenReplicas(brokers, t, partition),
-      }));
-      const create = () =>
-        admin.createTopics({
+  for (const [t, topic] of topics.entries()) {
+    const assignments = Array.from({ length: partitionsPerTopic }, (_, partition) => ({
+      partition,
+      brokers: evenReplicas(brokers, t, partition),
+    }));
+    // A client of its own for each attempt: on NOT_CONTROLLER the client looks the controller up
+    // again in the metadata it read first (an empty topic list never refreshes it), so one client
+    // keeps asking the broker that was not the controller when it started (Kafka 3.7.2 in ZooKeeper
+    // mode answered NOT_CONTROLLER for the whole minute).
+    const create = async () => {
+      const admin = new Admin({
+        clientId: "pacer-test",
+        bootstrapBrokers: cluster.bootstrapServers.split(","),
+      });
+      try {
+        await admin.createTopics({
           topics: [topic],
           assignments,
           // Only replicas out of the ISR are throttled, so the throttle slows catch-up and nothing else.
@@ -42,21 +49,22 @@ export async function createEvenTopics(
             { name: "follower.replication.throttled.replicas", value: "*" },
           ],
         });
-      // A ZooKeeper-mode controller may not know every broker yet when they are all listed, and a
-      // controller busy starting up may time a request out: retry as long as the leaders may take
-      // below; a topic an earlier attempt created is done.
-      await waitFor(
-        () =>
-          create().then(
-            () => true,
-            (error: Error) => (/already exists/i.test(describeError(error)) ? true : Promise.reject(error)),
-          ),
-        timeoutMs,
-        `topic ${topic} created`,
-      );
-    }
-  } finally {
-    await admin.close();
+      } finally {
+        await admin.close();
+      }
+    };
+    // A ZooKeeper-mode controller may not know every broker yet when they are all listed, and a
+    // controller busy starting up may time a request out: retry as long as the leaders may take
+    // below; a topic an earlier attempt created is done.
+    await waitFor(
+      () =>
+        create().then(
+          () => true,
+          (error: Error) => (/already exists/i.test(describeError(error)) ? true : Promise.reject(error)),
+        ),
+      timeoutMs,
+      `topic ${topic} created`,
+    );
   }
   await waitFor(async () => {
     const partitions = await readPartitions(cluster);
