@@ -94,6 +94,27 @@ export const BrokerRow = z
   .meta({ id: "BrokerRow" });
 export type BrokerRow = z.infer<typeof BrokerRow>;
 
+export const CatchUpThrottle = z
+  .object({
+    broker: z.number().int().describe("The broker catching up"),
+    rateBytesPerSecond: z
+      .number()
+      .int()
+      .describe("Its follower.replication.throttled.rate: what it may fetch a second for the replicas below"),
+    outOfSync: z.number().int().describe("Replicas it hosts outside the ISR: the replicas below, counted"),
+    replicas: z
+      .array(z.object({ topic: z.string(), partitions: z.array(z.number().int()) }))
+      .describe(
+        "Its replicas outside the ISR, by topic: the follower.replication.throttled.replicas entries",
+      ),
+  })
+  .meta({
+    id: "CatchUpThrottle",
+    description:
+      "Extension (catch-up pacing): a broker whose catch-up is throttled, on which replicas, at what rate.",
+  });
+export type CatchUpThrottle = z.infer<typeof CatchUpThrottle>;
+
 export const RunMetrics = z
   .object({
     outOfSyncPreferredPartitionCount: z
@@ -104,6 +125,10 @@ export const RunMetrics = z
     gatedBrokerCount: z.number().int(),
     maxWaitExpiredBrokerCount: z.number().int().describe("Brokers let through by the escape hatch this run"),
     electionCount: z.number().int(),
+    catchUpThrottledBrokerCount: z
+      .number()
+      .int()
+      .describe("Extension: brokers whose catch-up this run throttles"),
   })
   .meta({ id: "RunMetrics" });
 export type RunMetrics = z.infer<typeof RunMetrics>;
@@ -133,6 +158,11 @@ export const RunAnswer = z
         "Why no run happened: the throttle interval after a capped run has not passed, or rebalancing is off",
       ),
     brokers: z.array(BrokerRow),
+    catchUpThrottles: z
+      .array(CatchUpThrottle)
+      .describe(
+        "Extension (pacer.catch.up.replication.throttled.rate > 0): every broker whose catch-up to throttle now, in ascending id; a broker not listed has nothing to throttle (lift what was set for it). Empty when off",
+      ),
     metrics: RunMetrics,
     config: ConfigOverrides.required().describe("The effective configuration of this run"),
     state: PacerState.describe("The state to pass to the next run"),

@@ -99,6 +99,11 @@ export const CONFIG_KEYS = {
     default: 0,
     doc: "The minimum gap after a capped run. 0 = Kafka's immediate reschedule.",
   },
+  "pacer.catch.up.replication.throttled.rate": {
+    schema: kafkaInteger(0),
+    default: 0,
+    doc: "Extension (catch-up pacing): while an active broker hosts replicas outside the ISR, it may fetch at most this many bytes per second for them (Kafka's follower.replication.throttled.rate on that broker, its out-of-sync replicas in follower.replication.throttled.replicas), set by the agent and lifted once it is in sync. 0 = off.",
+  },
   "pacer.tick.enabled": {
     schema: kafkaBoolean(),
     default: false,

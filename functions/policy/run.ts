@@ -2,6 +2,7 @@ import type { BrokerRow, GateReason, PartitionDisposition, RunAnswer } from "../
 import type { EffectiveConfig } from "../../schemas/config.ts";
 import type { Partition, Snapshot } from "../../schemas/snapshot.ts";
 import type { GateEntry, PacerState } from "../../schemas/state.ts";
+import { catchUpThrottles } from "./catch-up.ts";
 import { preferredReplicaOf } from "./eligibility.ts";
 import { type GateStep, isOverMaxLagBytes, isOverThreshold, type OverReason, stepGate } from "./gate.ts";
 import { roundRobin } from "./round-robin.ts";
@@ -255,6 +256,8 @@ function answerOf(
   run: Pick<RunAnswer, "elections" | "moreWorkRemains" | "nextDelayMs" | "deferred" | "state">,
 ): RunAnswer {
   const brokers: BrokerRow[] = [];
+  // Independent of the elections: a held or deferred run still paces a catch-up.
+  const throttles = catchUpThrottles(snapshot, config);
   const outOfSyncPreferredPartitionCount: Record<string, number> = {};
   let electionsSkippedByGate = 0;
   let electionsDeferredByThrottle = 0;
@@ -289,6 +292,7 @@ function answerOf(
     nextDelayMs: run.nextDelayMs,
     deferred: run.deferred,
     brokers,
+    catchUpThrottles: throttles,
     metrics: {
       outOfSyncPreferredPartitionCount,
       electionsSkippedByGate,
@@ -296,6 +300,7 @@ function answerOf(
       gatedBrokerCount: brokers.filter((row) => row.gated).length,
       maxWaitExpiredBrokerCount: brokers.filter((row) => row.reason === "max-wait-expired").length,
       electionCount: run.elections.length,
+      catchUpThrottledBrokerCount: throttles.length,
     },
     config,
     state: run.state,

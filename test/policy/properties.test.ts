@@ -62,6 +62,7 @@ const configArb: fc.Arbitrary<ConfigOverrides> = fc.record({
   "leader.imbalance.election.max.per.run": fc.integer({ min: 1, max: 20 }),
   "leader.imbalance.election.throttle.interval.ms": fc.constantFrom(0, 0, 700, 3000),
   "leader.imbalance.election.internal.topics.last": fc.boolean(),
+  "pacer.catch.up.replication.throttled.rate": fc.constantFrom(0, 1_000_000),
 });
 
 const stepsArb = fc.array(
@@ -254,6 +255,33 @@ describe("policy invariants", () => {
           if (clean.deferred === null) expect(dirty.state).toEqual(clean.state);
         },
       ),
+      RUNS,
+    );
+  });
+
+  it("throttles exactly the replicas active brokers host outside the ISR of a led, unguarded partition", () => {
+    fc.assert(
+      fc.property(configArb, stepsArb, (config, steps) => {
+        const rate = config["pacer.catch.up.replication.throttled.rate"] ?? 0;
+        for (const { snapshot, answer } of runSequence(config, steps)) {
+          const active = (id: number) =>
+            snapshot.brokers.some((b) => b.id === id && !b.fenced && !b.inControlledShutdown);
+          const expected = new Set<string>();
+          if (rate > 0)
+            for (const p of snapshot.partitions) {
+              if (p.reassigning || p.deleting || p.leader === -1) continue;
+              for (const r of p.replicas)
+                if (!p.isr.includes(r) && active(r)) expected.add(`${r}/${p.topic}/${p.partition}`);
+            }
+          const throttled = answer.catchUpThrottles.flatMap((t) => {
+            expect(t.rateBytesPerSecond).toBe(rate);
+            expect(t.outOfSync).toBe(t.replicas.reduce((n, r) => n + r.partitions.length, 0));
+            return t.replicas.flatMap((r) => r.partitions.map((p) => `${t.broker}/${r.topic}/${p}`));
+          });
+          expect(throttled.length).toBe(expected.size);
+          expect(new Set(throttled)).toEqual(expected);
+        }
+      }),
       RUNS,
     );
   });

@@ -17,6 +17,7 @@ describe("configuration", () => {
       "leader.imbalance.election.internal.topics.last": false,
       "leader.imbalance.election.max.per.run": 1000,
       "leader.imbalance.election.throttle.interval.ms": 0,
+      "pacer.catch.up.replication.throttled.rate": 0,
       "pacer.tick.enabled": false,
       "pacer.snapshot.max.age.ms": 120_000,
     });

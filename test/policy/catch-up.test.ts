@@ -1,0 +1,119 @@
+import { describe, expect, it } from "vitest";
+import type { ConfigOverrides } from "../../schemas/config.ts";
+import { partition, run, snapshotOf, WAIT_FOR_SYNC } from "../support/cluster.ts";
+
+/**
+ * The extension `pacer.catch.up.replication.throttled.rate`: while an active broker hosts replicas
+ * outside the ISR, the answer names it, those replicas and the rate, for the agent to set as Kafka's
+ * follower replication throttle; a broker in sync everywhere is not named, so its throttle is lifted.
+ */
+const MB = 1_000_000;
+const CATCH_UP: ConfigOverrides = { ...WAIT_FOR_SYNC, "pacer.catch.up.replication.throttled.rate": 2 * MB };
+
+/** Broker 1 back after a restart: in the ISR of orders-0 and -3 only; brokers 2 and 3 in sync. */
+function broker1Behind() {
+  return snapshotOf([
+    partition("orders", 0, [1, 2, 3]),
+    partition("orders", 1, [1, 2, 3], { leader: 2, isr: [2, 3] }),
+    partition("orders", 2, [2, 1, 3], { isr: [2, 3] }),
+    partition("orders", 3, [3, 1, 2]),
+    partition("audit", 0, [2, 3, 1], { isr: [2, 3] }),
+  ]);
+}
+
+describe("catch-up pacing (extension)", () => {
+  it("is off by default: no throttle in the answer", () => {
+    const answer = run(broker1Behind(), WAIT_FOR_SYNC);
+    expect(answer.catchUpThrottles).toEqual([]);
+    expect(answer.metrics.catchUpThrottledBrokerCount).toBe(0);
+  });
+
+  it("throttles a broker back from a restart on exactly the replicas it is catching up on", () => {
+    const answer = run(broker1Behind(), CATCH_UP);
+    expect(answer.catchUpThrottles).toEqual([
+      {
+        broker: 1,
+        rateBytesPerSecond: 2 * MB,
+        outOfSync: 3,
+        replicas: [
+          { topic: "audit", partitions: [0] },
+          { topic: "orders", partitions: [1, 2] },
+        ],
+      },
+    ]);
+    expect(answer.metrics.catchUpThrottledBrokerCount).toBe(1);
+  });
+
+  it("names no broker once it is in sync everywhere, so that its throttle is lifted", () => {
+    const inSync = snapshotOf([partition("orders", 0, [1, 2, 3]), partition("orders", 1, [2, 1, 3])]);
+    expect(run(inSync, CATCH_UP).catchUpThrottles).toEqual([]);
+  });
+
+  it("leaves out a broker that is fenced, in controlled shutdown or not listed: it fetches nothing", () => {
+    const partitions = [
+      partition("orders", 0, [1, 2, 4], { isr: [2] }),
+      partition("orders", 1, [3, 2, 5], { isr: [2] }),
+    ];
+    const snapshot = snapshotOf(partitions, [
+      { id: 1, fenced: true },
+      { id: 3, inControlledShutdown: true },
+      { id: 2 },
+      { id: 4 },
+    ]);
+    snapshot.brokers = snapshot.brokers.filter((b) => b.id !== 5);
+    expect(run(snapshot, CATCH_UP).catchUpThrottles.map((t) => t.broker)).toEqual([4]);
+  });
+
+  it("leaves partitions being reassigned or deleted, and leaderless ones, to whoever moves them", () => {
+    const snapshot = snapshotOf([
+      partition("orders", 0, [1, 2, 3], { leader: 2, isr: [2, 3], reassigning: true }),
+      partition("orders", 1, [1, 2, 3], { leader: 2, isr: [2, 3], deleting: true }),
+      partition("orders", 2, [1, 2, 3], { leader: -1, isr: [] }),
+      partition("orders", 3, [1, 2, 3], { leader: 2, isr: [2, 3] }),
+    ]);
+    expect(run(snapshot, CATCH_UP).catchUpThrottles).toEqual([
+      {
+        broker: 1,
+        rateBytesPerSecond: 2 * MB,
+        outOfSync: 1,
+        replicas: [{ topic: "orders", partitions: [3] }],
+      },
+    ]);
+  });
+
+  it("throttles each broker behind on its own replicas, in ascending id", () => {
+    const snapshot = snapshotOf([
+      partition("orders", 0, [3, 2, 1], { isr: [3] }),
+      partition("orders", 1, [1, 2, 3], { leader: 2, isr: [2] }),
+    ]);
+    const throttles = run(snapshot, CATCH_UP).catchUpThrottles;
+    expect(throttles.map(({ broker, replicas }) => [broker, replicas])).toEqual([
+      [1, [{ topic: "orders", partitions: [0, 1] }]],
+      [2, [{ topic: "orders", partitions: [0] }]],
+      [3, [{ topic: "orders", partitions: [1] }]],
+    ]);
+  });
+
+  it("still paces the catch-up in a run the election throttle defers, and with rebalancing off", () => {
+    const capped = { lastRunAtMs: 999_000, lastRunCapped: true, brokers: [] };
+    const deferred = run(
+      broker1Behind(),
+      { ...CATCH_UP, "leader.imbalance.election.throttle.interval.ms": 15_000 },
+      capped,
+    );
+    expect(deferred.deferred).toBe("throttle");
+    expect(deferred.catchUpThrottles.map((t) => t.broker)).toEqual([1]);
+    const disabled = run(broker1Behind(), { ...CATCH_UP, "auto.leader.rebalance.enable": false });
+    expect(disabled.deferred).toBe("rebalance-disabled");
+    expect(disabled.catchUpThrottles.map((t) => t.broker)).toEqual([1]);
+  });
+
+  it("changes nothing of the elections, the gate or the state", () => {
+    const without = run(broker1Behind(), WAIT_FOR_SYNC);
+    const withThrottle = run(broker1Behind(), CATCH_UP);
+    const { catchUpThrottles: _a, metrics: m1, config: _c1, ...rest1 } = without;
+    const { catchUpThrottles: _b, metrics: m2, config: _c2, ...rest2 } = withThrottle;
+    expect(rest2).toEqual(rest1);
+    expect({ ...m2, catchUpThrottledBrokerCount: 0 }).toEqual(m1);
+  });
+});
