@@ -29,10 +29,10 @@ export function catchUpThrottles(snapshot: Snapshot, config: EffectiveConfig): C
     if (guardOf(partition) !== null || partition.leader === -1) continue;
     for (const replica of partition.replicas) {
       if (partition.isr.includes(replica) || activityOf(listed.get(replica)) !== "active") continue;
-      let topics = behind.get(replica);
-      if (topics === undefined) behind.set(replica, (topics = new Map()));
-      let partitions = topics.get(partition.topic);
-      if (partitions === undefined) topics.set(partition.topic, (partitions = []));
+      const topics = behind.get(replica) ?? new Map<string, number[]>();
+      behind.set(replica, topics);
+      const partitions = topics.get(partition.topic) ?? [];
+      topics.set(partition.topic, partitions);
       partitions.push(partition.partition);
     }
   }
