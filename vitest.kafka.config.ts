@@ -8,7 +8,7 @@ import { defineConfig } from "vitest/config";
  * full suite. The recovery bed, which measures a shaped link, is the newest part's smallest file, so it
  * runs last there, after the matrix is done. Without PACER_KAFKA_PART a run takes every file.
  */
-const MATRIX = ["test/kafka/compatibility.test.ts"];
+const MATRIX = ["test/kafka/compatibility.test.ts", "test/kafka/catch-up-throttle.test.ts"];
 const part = process.env.PACER_KAFKA_PART as "matrix" | "newest" | undefined;
 
 export default defineConfig({

@@ -17,12 +17,17 @@ import type { KafkaCluster } from "./cluster.ts";
 export const evenReplicas = (brokers: number[], topicIndex: number, partition: number) =>
   [0, 1, 2].map((k) => brokers[(partition + topicIndex + k) % brokers.length] as number);
 
-/** Topics of `partitionsPerTopic` partitions, replication factor 3, preferred leaders in rotation. */
+/**
+ * Topics of `partitionsPerTopic` partitions, replication factor 3, preferred leaders in rotation, every
+ * replica in the replication throttle's lists (`throttled`: both sides, or the leader side only, so
+ * that the follower side stays free for catch-up pacing).
+ */
 export async function createEvenTopics(
   cluster: KafkaCluster,
   topics: string[],
   partitionsPerTopic: number,
   timeoutMs = 60_000,
+  throttled: "both" | "leader" = "both",
 ): Promise<void> {
   const brokers = cluster.brokerIds();
   for (const [t, topic] of topics.entries()) {
@@ -46,7 +51,9 @@ export async function createEvenTopics(
           // Only replicas out of the ISR are throttled, so the throttle slows catch-up and nothing else.
           configs: [
             { name: "leader.replication.throttled.replicas", value: "*" },
-            { name: "follower.replication.throttled.replicas", value: "*" },
+            ...(throttled === "both"
+              ? [{ name: "follower.replication.throttled.replicas", value: "*" }]
+              : []),
           ],
         });
       } finally {
@@ -81,8 +88,13 @@ export async function createEvenTopics(
  * cluster-wide default (measured: a broker caught up 40 MB in a second under a 2 MB/s default), and a
  * ZooKeeper-mode broker takes its own config only from a request sent to itself.
  */
-export async function setReplicationThrottle(cluster: KafkaCluster, bytesPerSecond: number): Promise<void> {
-  const names = ["leader.replication.throttled.rate", "follower.replication.throttled.rate"];
+export async function setReplicationThrottle(
+  cluster: KafkaCluster,
+  bytesPerSecond: number,
+  sides: "both" | "leader" = "both",
+): Promise<void> {
+  const names = ["leader.replication.throttled.rate"];
+  if (sides === "both") names.push("follower.replication.throttled.rate");
   const configs =
     bytesPerSecond > 0
       ? names.map((name) => ({ name, configOperation: 0 as const, value: String(bytesPerSecond) })) // SET
@@ -443,9 +455,10 @@ export const startPacerWait = (cluster: KafkaCluster, broker: number, timeout: s
 export function startAgent(
   cluster: KafkaCluster,
   pacer: Exclude<Pacer, { kind: "kafka-balancer" }>,
-  options: { config?: Record<string, string | number>; args?: string[] } = {},
+  options: { config?: Record<string, string | number>; args?: string[]; dataDir?: string } = {},
 ) {
   const dir = mkdtempSync(join(tmpdir(), "pacer-agent-"));
+  const dataDir = options.dataDir ?? join(dir, "data");
   const configFile = join(dir, "pacing.properties");
   writeFileSync(
     configFile,
@@ -455,8 +468,8 @@ export function startAgent(
   );
   const target =
     pacer.kind === "agent-embedded"
-      ? ["--embedded", "--data-dir", join(dir, "data")]
-      : ["--pacer-url", pacer.url, "--cluster-id", pacer.clusterId];
+      ? ["--embedded", "--data-dir", dataDir]
+      : ["--pacer-url", pacer.url, "--cluster-id", pacer.clusterId, "--data-dir", dataDir];
   const agent = spawnPacer([
     "agent",
     "--bootstrap-server",

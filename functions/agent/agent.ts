@@ -1,6 +1,7 @@
 import type { ConfigOverrides } from "../../schemas/config.ts";
 import type { ManagedAnswer } from "../api/managed-run.ts";
 import type { ElectionResult, TopicPartition } from "../kafka/admin.ts";
+import type { CatchUpThrottler, ThrottleReport } from "./catch-up-throttle.ts";
 import type { PacerClient } from "./pacer-client.ts";
 import { type ClusterRead, snapshotOf } from "./snapshot.ts";
 
@@ -46,6 +47,8 @@ export interface RunReport {
   batch?: { topic: string; partition: number; leader: number }[];
   /** Why nothing was asked of Kafka: the read or the pacer failed. */
   error?: string;
+  /** Catch-up pacing: what is throttled after this run, what was lifted, what could not be done. */
+  catchUp?: ThrottleReport;
 }
 
 export function tallyOf(asked: number, results: ElectionResult[]): ElectionTally {
@@ -95,6 +98,8 @@ export interface AgentOptions {
   dryRun: boolean;
   once: boolean;
   observer: AgentObserver;
+  /** Sets and lifts the answers' catch-up throttles; without it they are not carried out. */
+  catchUp?: Pick<CatchUpThrottler, "apply">;
   /** Aborted by SIGTERM/SIGINT: the agent finishes the run it is in and returns. */
   signal: AbortSignal;
   clock?: () => number;
@@ -103,6 +108,8 @@ export interface AgentOptions {
 }
 
 export const DEFAULT_BACKOFF = { initialMs: 1_000, maxMs: 30_000 };
+
+const NO_THROTTLES: ThrottleReport = { throttled: [], leftAlone: [], lifted: [], changes: [], errors: [] };
 
 /** An abortable sleep that resolves early (never rejects) when the signal fires. */
 export function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
@@ -129,15 +136,26 @@ export function failedRun(atMs: number, durationMs: number, dryRun: boolean, err
   return { ...base, elections: tallyOf(0, []), error: (error as Error).message };
 }
 
-/** Carries out an answer's batch (from a run, or from the decisions feed) and reports it. */
+/**
+ * Carries out an answer (from a run, or from the decisions feed) and reports it: the elections, then
+ * the catch-up throttles, two actuators side by side that know nothing of each other.
+ */
 export async function carryOutAnswer(
   cluster: ClusterAccess,
   answer: ManagedAnswer,
   dryRun: boolean,
   atMs: number,
   clock: () => number,
+  catchUp?: AgentOptions["catchUp"],
 ): Promise<RunReport> {
   const elections = await carryOut(cluster, answer.elections, dryRun);
+  // A service that predates catch-up pacing answers none: nothing of ours is wanted.
+  const throttles = catchUp
+    ? await catchUp.apply(answer.catchUpThrottles ?? [], dryRun).catch((error: Error) => ({
+        ...NO_THROTTLES,
+        errors: [error.message],
+      }))
+    : undefined;
   return {
     atMs,
     durationMs: clock() - atMs,
@@ -149,6 +167,7 @@ export async function carryOutAnswer(
     deferred: answer.deferred,
     dryRun,
     ...(dryRun ? { batch: answer.elections } : {}),
+    ...(throttles ? { catchUp: throttles } : {}),
   };
 }
 
@@ -164,7 +183,7 @@ export async function runOnce(options: AgentOptions): Promise<RunReport> {
   } catch (error) {
     return failedRun(atMs, clock() - atMs, options.dryRun, error);
   }
-  return carryOutAnswer(options.cluster, answer, options.dryRun, atMs, clock);
+  return carryOutAnswer(options.cluster, answer, options.dryRun, atMs, clock, options.catchUp);
 }
 
 /** Runs until stopped (or once). Resolves with false if the last run failed, for `--once`'s exit code. */

@@ -53,7 +53,9 @@ export async function runScheduledAgent(options: ScheduledOptions): Promise<void
           options.observer.skipped?.(decision, ageMs);
           continue;
         }
-        options.observer.run(await carryOutAnswer(options.cluster, decision, options.dryRun, clock(), clock));
+        options.observer.run(
+          await carryOutAnswer(options.cluster, decision, options.dryRun, clock(), clock, options.catchUp),
+        );
       }
       await options.pacer.putSnapshot(snapshotOf(await options.cluster.read()));
       failures = 0;

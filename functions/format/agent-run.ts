@@ -22,6 +22,7 @@ export function formatRun(report: RunReport): string {
       ? `held back: ${report.heldBack.map((b) => `broker ${b.id} ${b.reason} (${heldBackDetail(b)})`).join(", ")}`
       : "held back: none",
   );
+  if (report.catchUp) parts.push(...catchUpParts(report.catchUp, report.dryRun));
   parts.push(`next in ${(report.nextDelayMs / 1000).toFixed(report.nextDelayMs < 10_000 ? 1 : 0)} s`);
   if (report.batch?.length) {
     const listed = report.batch.slice(0, LISTED).map((e) => `${e.topic}-${e.partition} -> ${e.leader}`);
@@ -36,4 +37,34 @@ function heldBackDetail(b: RunReport["heldBack"][number]): string {
   if (b.reason !== "over-max-lag-bytes") return share;
   const lag = b.lagBytes === undefined ? "lag unknown" : `${(b.lagBytes / 1e6).toFixed(1)} MB to fetch`;
   return `${share}, ${lag}`;
+}
+
+/** Catch-up pacing's part of the line: only what there is to say (nothing while nothing is throttled). */
+function catchUpParts(c: NonNullable<RunReport["catchUp"]>, dryRun: boolean): string[] {
+  const parts: string[] = [];
+  if (c.throttled.length)
+    parts.push(
+      `catch-up throttled: ${c.throttled
+        .map(
+          (t) =>
+            `broker ${t.broker} at ${formatRate(t.rateBytesPerSecond)} on ${t.replicas} replicas since ${new Date(t.sinceMs).toISOString().slice(11, 19)}`,
+        )
+        .join(", ")}`,
+    );
+  if (c.lifted.length) parts.push(`catch-up throttle lifted: broker ${c.lifted.join(", broker ")}`);
+  for (const b of c.leftAlone)
+    parts.push(`broker ${b.broker}: its own replication throttle (${b.rate} B/s, ${b.source}) left as it is`);
+  if (dryRun && c.changes.length) {
+    const listed = c.changes.slice(0, 4).join("; ");
+    parts.push(`would change ${listed}${c.changes.length > 4 ? `; … ${c.changes.length - 4} more` : ""}`);
+  }
+  if (c.errors.length)
+    parts.push(`catch-up throttle not done (tried again next run): ${c.errors.join("; ")}`);
+  return parts;
+}
+
+export function formatRate(bytesPerSecond: number): string {
+  return bytesPerSecond >= 1e6
+    ? `${(bytesPerSecond / 1e6).toFixed(1)} MB/s`
+    : `${Math.round(bytesPerSecond / 1e3)} kB/s`;
 }

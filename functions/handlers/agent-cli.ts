@@ -4,9 +4,11 @@ import { parseArgs } from "node:util";
 import { ConfigOverrides } from "../../schemas/config.ts";
 import { validateWith } from "../../schemas/problems.ts";
 import { type ClusterAccess, type RunReport, runAgent } from "../agent/agent.ts";
+import { CatchUpThrottler } from "../agent/catch-up-throttle.ts";
 import { ClientPropertiesError, parseProperties } from "../agent/client-properties.ts";
 import { bearerFetch, type Fetch, PacerClient, sigV4Fetch } from "../agent/pacer-client.ts";
 import { runScheduledAgent } from "../agent/scheduled.ts";
+import { FileThrottleRecord } from "../agent/throttle-record.ts";
 import { createApi, DECISION_TTL_MS, IDEMPOTENCY_TTL_MS } from "../api/app.ts";
 import { formatRun } from "../format/agent-run.ts";
 import type { KafkaAdminClient } from "../kafka/admin.ts";
@@ -22,7 +24,8 @@ export const AGENT_USAGE = `usage: pacer agent --bootstrap-server HOST:PORT[,…
                             request.timeout.ms
   --config FILE             pacing config: Kafka names, as a properties file or a JSON object
   --embedded                decide in this process, state in the embedded store under --data-dir
-  --data-dir DIR            the embedded store's folder (default ./.pacer-agent)
+  --data-dir DIR            the embedded store's folder, and the record of the catch-up throttles the
+                            agent set, lifted after a crash (default ./.pacer-agent)
   --pacer-url URL           the service; a bearer token from PACER_TOKEN, or --sigv4 (AWS_REGION) for
                             the deployed Function URL
   --cluster-id ID           the cluster's id at the service (default with --embedded: Kafka's cluster id)
@@ -135,6 +138,9 @@ async function agent(values: {
       return 1;
     }
     const pacer = await connectToPacer(values, kafka, cleanups);
+    // Read at start, so that an unreadable record stops the agent before it sets anything.
+    const catchUp = new CatchUpThrottler(kafka, new FileThrottleRecord(values["data-dir"]));
+    await catchUp.holdsAny();
 
     const metrics = new AgentMetrics();
     if (metricsPort !== undefined) {
@@ -163,6 +169,7 @@ async function agent(values: {
         dryRun,
         observer,
         signal: stop.signal,
+        catchUp,
         snapshotIntervalMs,
         maxDecisionAgeMs: 60_000,
       });
@@ -176,12 +183,33 @@ async function agent(values: {
       once: values.once,
       observer,
       signal: stop.signal,
+      catchUp,
     });
     return ok ? 0 : 1;
   } finally {
+    // Stopped by a signal: nothing of ours stays throttled behind us. `--once` (cron) leaves what the
+    // run set for the next run to keep or lift.
+    if (stop.signal.aborted && !values["dry-run"]) await liftOnExit(kafka, values["data-dir"]);
     process.off("SIGTERM", onSignal);
     process.off("SIGINT", onSignal);
     for (const cleanup of cleanups) await cleanup().catch(() => undefined);
+  }
+}
+
+/** Lifts every catch-up throttle the record holds, and says so. */
+async function liftOnExit(kafka: KafkaAdminClient, dataDir: string): Promise<void> {
+  try {
+    const catchUp = new CatchUpThrottler(kafka, new FileThrottleRecord(dataDir));
+    if (!(await catchUp.holdsAny())) return;
+    const report = await catchUp.liftAll();
+    const lifted = report.lifted.length ? `broker ${report.lifted.join(", broker ")}` : "replica lists only";
+    console.log(
+      report.errors.length
+        ? `stopping: catch-up throttle not all lifted (${report.errors.join("; ")}); the next start lifts the rest`
+        : `stopping: catch-up throttle lifted (${lifted})`,
+    );
+  } catch (error) {
+    console.error(`stopping: catch-up throttle not lifted: ${(error as Error).message}`);
   }
 }
 

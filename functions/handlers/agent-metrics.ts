@@ -39,6 +39,24 @@ export class AgentMetrics implements AgentObserver {
     registers: [this.registry],
   });
 
+  private readonly throttleRate = new Gauge({
+    name: "leadership_pacer_agent_catch_up_throttle_bytes_per_second",
+    help: "Catch-up pacing: the follower replication rate the agent holds on a broker catching up (absent when none)",
+    labelNames: ["broker"],
+    registers: [this.registry],
+  });
+  private readonly throttledReplicas = new Gauge({
+    name: "leadership_pacer_agent_catch_up_throttled_replicas",
+    help: "Catch-up pacing: a throttled broker's replicas still outside the ISR",
+    labelNames: ["broker"],
+    registers: [this.registry],
+  });
+  private readonly throttleErrors = new Counter({
+    name: "leadership_pacer_agent_catch_up_throttle_errors_total",
+    help: "Catch-up pacing: steps that could not be carried out (tried again next run)",
+    registers: [this.registry],
+  });
+
   run(report: RunReport): void {
     this.runs.inc({ outcome: report.error === undefined ? "ok" : "failed" });
     if (report.error !== undefined) return;
@@ -51,6 +69,15 @@ export class AgentMetrics implements AgentObserver {
       if (e.requestError) this.elections.inc({ result: "request_failed" }, e.asked);
     }
     this.heldBack.set(report.heldBack.length);
+    if (report.catchUp && !report.dryRun) {
+      this.throttleRate.reset();
+      this.throttledReplicas.reset();
+      for (const t of report.catchUp.throttled) {
+        this.throttleRate.set({ broker: String(t.broker) }, t.rateBytesPerSecond);
+        this.throttledReplicas.set({ broker: String(t.broker) }, t.replicas);
+      }
+      this.throttleErrors.inc(report.catchUp.errors.length);
+    }
     this.lastRun.set(report.atMs / 1000);
     this.duration.observe(report.durationMs / 1000);
   }

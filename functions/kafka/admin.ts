@@ -2,8 +2,10 @@ import {
   apiVersionsV3,
   Connection,
   type ConnectionOptions,
+  describeConfigsV4,
   describeLogDirsV4,
   describeTopicPartitionsV0,
+  incrementalAlterConfigsV1,
   listPartitionReassignmentsV0,
   metadataV12,
 } from "@platformatic/kafka";
@@ -59,6 +61,30 @@ export interface ReplicaSizes {
   bytes: Map<string, Map<number, number>>;
 }
 
+/**
+ * Where a config's value comes from (DescribeConfigs' ConfigSource): set on this topic, on this broker,
+ * as the cluster-wide broker default, in the broker's properties file, or Kafka's own default.
+ */
+export type ConfigSource = "topic" | "broker" | "cluster-default" | "static" | "default" | "other";
+
+export interface ConfigValue {
+  value: string | null;
+  source: ConfigSource;
+}
+
+/** One resource's changes for IncrementalAlterConfigs: APPEND and SUBTRACT edit a list config in place. */
+export interface ConfigChange {
+  resource: { type: "broker" | "topic"; name: string };
+  configs: { name: string; op: "set" | "delete" | "append" | "subtract"; value?: string }[];
+}
+
+/** One resource's answer: 0 done, 3 unknown topic, 29/32 not authorized, 40 invalid value, … */
+export interface ConfigChangeResult {
+  resource: ConfigChange["resource"];
+  errorCode: number;
+  errorMessage: string | null;
+}
+
 interface BrokerEndpoint {
   id: number;
   host: string;
@@ -78,6 +104,16 @@ export class KafkaRequestError extends Error {
 }
 
 const API_DESCRIBE_TOPIC_PARTITIONS = 75;
+const RESOURCE_TOPIC = 2;
+const RESOURCE_BROKER = 4;
+const CONFIG_SOURCES: Record<number, ConfigSource> = {
+  1: "topic",
+  2: "broker",
+  3: "cluster-default",
+  4: "static",
+  5: "default",
+};
+const CONFIG_OPERATIONS = { set: 0, delete: 1, append: 2, subtract: 3 } as const;
 const NOT_CONTROLLER = 41;
 const API_DESCRIBE_CLUSTER = 60;
 /** Partitions per DescribeTopicPartitions page; brokers cap it at max.request.partition.size.limit (2000). */
@@ -239,6 +275,70 @@ export class KafkaAdminClient {
     return sizes;
   }
 
+  /**
+   * A broker's current values of `names`. Asked of that broker itself: a broker answers for its own
+   * dynamic config (Kafka's admin client sends it there too).
+   */
+  async describeBrokerConfigs(brokerId: number, names: string[]): Promise<Map<string, ConfigValue>> {
+    const resource = {
+      resourceType: RESOURCE_BROKER,
+      resourceName: String(brokerId),
+      configurationKeys: names,
+    };
+    const [result] = await this.onBroker(brokerId, (connection) => describeConfigs(connection, [resource]));
+    return configValuesOf(result);
+  }
+
+  /** Topics' current values of `names`, by topic; a topic that no longer exists is left out. */
+  async describeTopicConfigs(
+    topics: string[],
+    names: string[],
+  ): Promise<Map<string, Map<string, ConfigValue>>> {
+    if (topics.length === 0) return new Map();
+    const resources = topics.map((topic) => ({
+      resourceType: RESOURCE_TOPIC,
+      resourceName: topic,
+      configurationKeys: names,
+    }));
+    const results = await this.call((connection) => describeConfigs(connection, resources));
+    return new Map(
+      results
+        .filter((r) => r.errorCode !== ERROR_UNKNOWN_TOPIC)
+        .map((r) => [r.resourceName, configValuesOf(r)] as const),
+    );
+  }
+
+  /**
+   * IncrementalAlterConfigs: topic changes on any broker (KRaft forwards them to the controller), a
+   * broker's own config on that broker (Kafka refuses another broker's id). Each resource's error is a
+   * result; a failed request throws.
+   */
+  async alterConfigs(changes: ConfigChange[], brokerId?: number): Promise<ConfigChangeResult[]> {
+    if (changes.length === 0) return [];
+    const resources: Parameters<typeof incrementalAlterConfigsV1.api.async>[1] = changes.map(
+      ({ resource, configs }) => ({
+        resourceType: resource.type === "broker" ? RESOURCE_BROKER : RESOURCE_TOPIC,
+        resourceName: resource.name,
+        configs: configs.map(({ name, op, value }) =>
+          op === "delete"
+            ? { name, configOperation: CONFIG_OPERATIONS.delete }
+            : { name, configOperation: CONFIG_OPERATIONS[op] as 0 | 2 | 3, value: value ?? "" },
+        ),
+      }),
+    );
+    const send = async (connection: Connection) => {
+      const response = await withResourceErrors(
+        incrementalAlterConfigsV1.api.async(connection, resources, false),
+      );
+      return response.responses.map((r, i) => ({
+        resource: (changes[i] as ConfigChange).resource,
+        errorCode: r.errorCode,
+        errorMessage: r.errorMessage ?? null,
+      }));
+    };
+    return brokerId === undefined ? this.call(send) : this.onBroker(brokerId, send);
+  }
+
   async close(): Promise<void> {
     const connection = this.connection;
     this.connection = undefined;
@@ -284,16 +384,29 @@ export class KafkaAdminClient {
   private async onController<T>(body: (connection: Connection) => Promise<T>): Promise<T> {
     await this.connect();
     if (this.apiMaxVersions.has(API_DESCRIBE_TOPIC_PARTITIONS)) return this.call(body);
-    const { controllerId, endpoints } = await this.brokerMetadata();
-    const controller = endpoints.find((e) => e.id === controllerId);
-    if (!controller)
-      throw new Error(`Metadata names no reachable controller (controller id ${controllerId})`);
+    const { controllerId } = await this.brokerMetadata();
+    return this.onBroker(controllerId, body, "controller");
+  }
+
+  /**
+   * `body` on a connection kept to one broker, found in Metadata. A call that fails on a kept connection
+   * (that broker may have restarted since) is tried once more on a new one: every call sent this way
+   * may be repeated.
+   */
+  private async onBroker<T>(
+    brokerId: number,
+    body: (connection: Connection) => Promise<T>,
+    role = "broker",
+  ): Promise<T> {
+    const { endpoints } = await this.brokerMetadata();
+    const endpoint = endpoints.find((e) => e.id === brokerId);
+    if (!endpoint) throw new Error(`Metadata names no reachable ${role} (${role} id ${brokerId})`);
     for (let attempt = 0; ; attempt++) {
-      const reused = this.brokerConnections.get(controller.id)?.isConnected() === true;
+      const reused = this.brokerConnections.get(brokerId)?.isConnected() === true;
       try {
-        return await body(await this.brokerConnection(controller));
+        return await body(await this.brokerConnection(endpoint));
       } catch (error) {
-        await this.dropBrokerConnection(controller.id);
+        await this.dropBrokerConnection(brokerId);
         if (!reused || attempt > 0) throw error;
       }
     }
@@ -375,6 +488,53 @@ async function withPartitionErrors<T>(call: Promise<T>): Promise<T> {
     const { response, errors } = error as { response?: T; errors?: { path?: string }[] };
     const partitionsOnly = errors?.every((e) => /\/partitions\/\d+$/.test(e.path ?? ""));
     if (response !== undefined && errors?.length && partitionsOnly) return response;
+    throw error;
+  }
+}
+
+const ERROR_UNKNOWN_TOPIC = 3;
+
+/** DescribeConfigs v4, each resource's error a result rather than a thrown answer. */
+async function describeConfigs(
+  connection: Connection,
+  resources: { resourceType: number; resourceName: string; configurationKeys: string[] }[],
+) {
+  const response = await withResourceErrors(
+    describeConfigsV4.api.async(
+      connection,
+      resources as Parameters<typeof describeConfigsV4.api.async>[1],
+      false,
+      false,
+    ),
+  );
+  return response.results;
+}
+
+type DescribeConfigsResult = Awaited<ReturnType<typeof describeConfigs>>[number];
+
+function configValuesOf(result: DescribeConfigsResult | undefined): Map<string, ConfigValue> {
+  if (result === undefined) throw new Error("DescribeConfigs answered no resource");
+  if (result.errorCode !== 0)
+    throw new KafkaRequestError(
+      `DescribeConfigs ${result.resourceName}`,
+      result.errorCode,
+      result.errorMessage ?? null,
+    );
+  return new Map(
+    result.configs.map((c) => [
+      c.name,
+      { value: c.value ?? null, source: CONFIG_SOURCES[c.configSource] ?? "other" },
+    ]),
+  );
+}
+
+/** The client library refuses an answer with any resource's error; those errors are results here. */
+async function withResourceErrors<T>(call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (error) {
+    const { response, errors } = error as { response?: T; errors?: unknown };
+    if (response !== undefined && errors !== undefined) return response;
     throw error;
   }
 }
