@@ -3,7 +3,7 @@ import type { ConfigOverrides, EffectiveConfig } from "../../schemas/config.ts";
 import type { ManagedAnswer } from "../api/managed-run.ts";
 import { recoveryOf } from "../api/recovery.ts";
 import type { fleetRow } from "../api/resources.ts";
-import { formatDuration, formatSpan } from "../format/text.ts";
+import { formatDuration, formatRate, formatSpan } from "../format/text.ts";
 import type { BrokerRecovery, ClusterRecord } from "../store/store.ts";
 import { barChart, legend, lineChart, type Series } from "./charts.ts";
 import { type Html, html } from "./html.ts";
@@ -291,6 +291,22 @@ function observedTimeLeftMs(id: number, decisions: StoredAnswer[], brief: Broker
   return Math.round(((brief.preferred - brief.leading) * (newest.at - oldest.at)) / moved);
 }
 
+/**
+ * Catch-up pacing for a broker, from the newest decision: its rate and replicas behind, and since
+ * when, as far back as the recent decisions throttle it without a break.
+ */
+function catchUpOf(id: number, decisions: StoredAnswer[]): Html | string {
+  const throttleIn = (d: StoredAnswer) => (d.catchUpThrottles ?? []).find((t) => t.broker === id);
+  const now = decisions[0] && throttleIn(decisions[0]);
+  if (!now) return "–";
+  let sinceMs = (decisions[0] as StoredAnswer).evaluatedAtMs;
+  for (const d of decisions) {
+    if (!throttleIn(d)) break;
+    sinceMs = d.evaluatedAtMs;
+  }
+  return html`throttled at ${formatRate(now.rateBytesPerSecond)} <span class="detail">(${now.outOfSync} replicas behind, since ${clock(sinceMs)})</span>`;
+}
+
 function recoveryRows(data: ClusterPageData): Html {
   const latest = data.decisions[0];
   const briefs = latest?.brokers.some(hasProgress)
@@ -302,7 +318,7 @@ function recoveryRows(data: ClusterPageData): Html {
     html`${part} / ${whole} <span class="detail">(${percent(part, whole)})</span>`;
   return html`<div class="scroll" tabindex="0" role="region" aria-label="Recovering brokers"><table class="recovery">
 <caption>Recovering brokers: how far along, from the last run</caption>
-<thead><tr><th scope="col">broker</th><th scope="col">phase</th><th scope="col">in sync</th><th scope="col">leading</th><th scope="col">time left</th></tr></thead>
+<thead><tr><th scope="col">broker</th><th scope="col">phase</th><th scope="col">in sync</th><th scope="col">leading</th><th scope="col">catch-up</th><th scope="col">time left</th></tr></thead>
 <tbody>
 ${briefs.map((b) => {
   const left = observedTimeLeftMs(b.id, data.decisions, b);
@@ -311,6 +327,7 @@ ${briefs.map((b) => {
 <td><span class="${phaseClass(b.phase)}">${b.phase}</span></td>
 <td>${fraction(b.inSync, b.preferred)}</td>
 <td>${fraction(b.leading, b.preferred)}</td>
+<td>${catchUpOf(b.id, data.decisions)}</td>
 <td>${left === null ? (b.phase === "gated" || b.phase === "waiting for a clear run" ? "once in sync" : "–") : left === 0 ? "done" : `~${formatSpan(left)}`}</td>
 </tr>`;
 })}

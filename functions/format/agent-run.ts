@@ -1,4 +1,5 @@
 import type { RunReport } from "../agent/agent.ts";
+import { formatRate } from "./text.ts";
 
 /** A dry run lists this many of its batch's partitions on its line; --json has them all. */
 const LISTED = 20;
@@ -61,10 +62,4 @@ function catchUpParts(c: NonNullable<RunReport["catchUp"]>, dryRun: boolean): st
   if (c.errors.length)
     parts.push(`catch-up throttle not done (tried again next run): ${c.errors.join("; ")}`);
   return parts;
-}
-
-export function formatRate(bytesPerSecond: number): string {
-  return bytesPerSecond >= 1e6
-    ? `${(bytesPerSecond / 1e6).toFixed(1)} MB/s`
-    : `${Math.round(bytesPerSecond / 1e3)} kB/s`;
 }

@@ -31,3 +31,10 @@ export function markdownTable<T>(columns: Column<T>[], rows: T[]): string {
     ...cells.map(line),
   ].join("\n");
 }
+
+/** A rate for a person: 2.0 MB/s, 500 kB/s. */
+export function formatRate(bytesPerSecond: number): string {
+  return bytesPerSecond >= 1e6
+    ? `${(bytesPerSecond / 1e6).toFixed(1)} MB/s`
+    : `${Math.round(bytesPerSecond / 1e3)} kB/s`;
+}

@@ -1,7 +1,8 @@
 import { parseArgs } from "node:util";
+import { FOLLOWER_RATE } from "../agent/catch-up-throttle.ts";
 import { ClientPropertiesError } from "../agent/client-properties.ts";
 import { type ProgressSample, type Readiness, readinessOf, timeLeftMs } from "../agent/readiness.ts";
-import { formatSpan } from "../format/text.ts";
+import { formatRate, formatSpan } from "../format/text.ts";
 import { type KafkaAdminClient, KafkaConnectError } from "../kafka/admin.ts";
 import { adminClientOf, bootstrapServersOf, readCluster, UsageError } from "./kafka-args.ts";
 
@@ -23,8 +24,11 @@ export function parseDuration(text: string): number | null {
   return Math.round(Number(match[1]) * unit);
 }
 
-/** One progress line: where the broker stands, what it waits for, and the time left at its pace. */
-export function progressLine(r: Readiness, leftMs: number | null): string {
+/**
+ * One progress line: where the broker stands, what it waits for, the replication throttle its
+ * catch-up runs under (the pacer's or anyone's), and the time left at its pace.
+ */
+export function progressLine(r: Readiness, leftMs: number | null, throttleBytesPerSecond?: number): string {
   const standing = !r.registered ? "not registered" : r.fenced ? "fenced" : "unfenced";
   const stage =
     !r.registered || r.fenced
@@ -36,7 +40,9 @@ export function progressLine(r: Readiness, leftMs: number | null): string {
           : "ready";
   const percent = r.preferred > 0 ? ` (${((100 * r.leading) / r.preferred).toFixed(1)} %)` : "";
   const left = leftMs === null || stage === "ready" ? "" : `, ~${formatSpan(leftMs)} left`;
-  return `broker ${r.broker}: ${standing}, in sync ${r.inSync} / ${r.hosted}, leading ${r.leading} / ${r.preferred}${percent}, needs ${r.leadingNeeded}: ${stage}${left}`;
+  const throttled =
+    throttleBytesPerSecond === undefined ? "" : `, throttled at ${formatRate(throttleBytesPerSecond)}`;
+  return `broker ${r.broker}: ${standing}, in sync ${r.inSync} / ${r.hosted}, leading ${r.leading} / ${r.preferred}${percent}, needs ${r.leadingNeeded}: ${stage}${throttled}${left}`;
 }
 
 export async function waitCommand(argv: string[]): Promise<number> {
@@ -81,6 +87,16 @@ export async function waitCommand(argv: string[]): Promise<number> {
   }
 }
 
+/** The broker's follower replication rate, if one is in place; a broker that cannot say has none to show. */
+async function followerThrottle(kafka: KafkaAdminClient, broker: number): Promise<number | undefined> {
+  try {
+    const rate = (await kafka.describeBrokerConfigs(broker, [FOLLOWER_RATE])).get(FOLLOWER_RATE);
+    return rate && rate.source !== "default" && rate.value !== null ? Number(rate.value) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 async function waitForBroker(
   kafka: KafkaAdminClient,
   options: { broker: number; leading: number; timeoutMs: number; intervalMs: number },
@@ -95,7 +111,9 @@ async function waitForBroker(
       last = readinessOf(read, options.broker, options.leading);
       lastFailure = "";
       samples.push({ atMs: Date.now(), inSync: last.inSync, leading: last.leading });
-      console.log(progressLine(last, timeLeftMs(samples, last)));
+      const catchingUp = last.registered && !last.fenced && last.inSync < last.hosted;
+      const throttle = catchingUp ? await followerThrottle(kafka, options.broker) : undefined;
+      console.log(progressLine(last, timeLeftMs(samples, last), throttle));
       if (last.ready) return 0;
     } catch (error) {
       // A certificate that fails the handshake will fail it again: say so now, not at the timeout.

@@ -262,6 +262,7 @@ describe("the console, without tokens", () => {
       "ramping",
       "98 / 100 (98.0 %)",
       "20 / 100 (20.0 %)",
+      "–",
       "~40m 00s",
     ]);
     const deferred = page.locator("dt:text-is('Runs deferred') + dd");
@@ -325,6 +326,33 @@ describe("the console, without tokens", () => {
     // A cluster without the extension draws no such series.
     const other = await (await fetch(`${server.url}/clusters/fenced-6`)).text();
     expect(other).not.toContain("internal topics, held until last");
+  });
+
+  it("shows a broker's catch-up throttle: the rate, the replicas behind, since when", async () => {
+    await call(server, "PUT", "/v1/clusters/catch-up-8/config", {
+      ...PACED,
+      "pacer.catch.up.replication.throttled.rate": 2_000_000,
+    });
+    for (const outOfSync of [40, 25])
+      await call(server, "POST", "/v1/clusters/catch-up-8/evaluate", {
+        snapshot: recoveringSnapshot(outOfSync),
+      });
+    const page = await (await fetch(`${server.url}/clusters/catch-up-8`)).text();
+    const row = page
+      .slice(page.indexOf('data-recovering="1"'))
+      .split("</tr>")[0]
+      ?.replace(/<[^>]+>/g, "");
+    const decisions = (await (await fetch(`${server.url}/v1/clusters/catch-up-8/decisions`)).json()) as {
+      decisions: { evaluatedAtMs: number }[];
+    };
+    const first = new Date(decisions.decisions.at(-1)?.evaluatedAtMs ?? 0)
+      .toISOString()
+      .slice(0, 19)
+      .replace("T", " ");
+    expect(row).toContain(`throttled at 2.0 MB/s (25 replicas behind, since ${first})`);
+    // Without the extension, nothing is throttled.
+    const other = await (await fetch(`${server.url}/clusters/ramping-5`)).text();
+    expect(other).not.toContain("throttled at");
   });
 
   it("passes axe-core on every page and state, at laptop and phone widths, within the window", async () => {

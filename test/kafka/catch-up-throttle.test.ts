@@ -28,8 +28,8 @@ import { KafkaAdminClient } from "../../functions/kafka/admin.ts";
 const TOPICS = ["orders", "payments"];
 const PARTITIONS_PER_TOPIC = 30;
 const MB = 1_000_000;
-/** What the pacer holds the restarted broker's catch-up to: 20 MB take 20 s under it, 10 s without. */
-const CATCH_UP_RATE = 1 * MB;
+/** What the pacer holds the restarted broker's catch-up to. */
+const CATCH_UP_RATE = 2 * MB;
 const PACING = {
   ...RECOVERY_PACING,
   "leader.imbalance.check.interval.seconds": 2,
@@ -45,6 +45,12 @@ const RELEASES = selectedReleases().filter(
 );
 
 describe.each(RELEASES.map((r) => [releaseName(r), r] as const))("%s", (_, release) => {
+  /**
+   * Enough to catch up on that the throttle is seen before it is done: 40 MB take 20 s under it. On
+   * 3.7 in ZooKeeper mode the operator's leader-side throttle below did not slow the catch-up (20 MB
+   * caught up within one 2 s run, measured), so there the broker comes back behind by more.
+   */
+  const behindBytes = (release.mode === "zookeeper" ? 80 : 40) * MB;
   let cluster: KafkaCluster;
   let kafka: KafkaAdminClient;
   let scratch: string;
@@ -76,12 +82,35 @@ describe.each(RELEASES.map((r) => [releaseName(r), r] as const))("%s", (_, relea
     return rate?.source === "broker" && Number(rate.value) === CATCH_UP_RATE ? rate : undefined;
   };
 
-  /** Broker 1 stopped, 20 MB produced while it is down, started again: it comes back behind. */
+  /** Broker 1 stopped, data produced while it is down, started again: it comes back behind. */
   async function restartBehind(): Promise<void> {
     await cluster.stopBroker(1, "SIGTERM");
-    await produceUneven(cluster, TOPICS, PARTITIONS_PER_TOPIC, 20 * MB);
+    await produceUneven(cluster, TOPICS, PARTITIONS_PER_TOPIC, behindBytes);
     await cluster.startBroker(1);
   }
+
+  /**
+   * The cluster's throttles are as they were before the test. Waited for: in ZooKeeper mode a broker
+   * learns a config change from ZooKeeper a moment after the change was accepted.
+   */
+  async function expectAsBefore(): Promise<void> {
+    await waitFor(
+      async () => (JSON.stringify(await throttleConfigs()) === JSON.stringify(before) ? true : undefined),
+      30_000,
+    ).catch(() => undefined);
+    expect(await throttleConfigs()).toEqual(before);
+  }
+
+  /** Waits for `probe`, saying what the agent printed if it never comes. */
+  const waitWithAgent = <T>(agent: { output(): string }, probe: () => Promise<T | undefined>, what: string) =>
+    waitFor(probe, 60_000, what).catch((error: Error) => {
+      // The runs that had something to say: a broker with partitions to take back, or a throttle.
+      const telling = agent
+        .output()
+        .split("\n")
+        .filter((line) => !line.includes('"shares":{}') || !line.includes('"changes":[],"errors":[]'));
+      throw new Error(`${error.message}\nagent output:\n${telling.join("\n").slice(-6000)}`);
+    });
 
   const configFile = () => {
     const file = join(scratch, "pacing.properties");
@@ -97,10 +126,10 @@ describe.each(RELEASES.map((r) => [releaseName(r), r] as const))("%s", (_, relea
   beforeAll(async () => {
     cluster = await KafkaCluster.start({ release, brokers: 3 });
     // The follower side is left to the pacer; the leader side is the operator's, and slows every
-    // catch-up here to 1 MB/s a leader so that there is a catch-up to see on loopback.
+    // catch-up here to 2 MB/s a leader so that there is a catch-up to see on loopback.
     await createEvenTopics(cluster, TOPICS, PARTITIONS_PER_TOPIC, 60_000, "leader");
     kafka = new KafkaAdminClient({ bootstrapServers: cluster.bootstrapServers.split(",") });
-    await setReplicationThrottle(cluster, 1 * MB, "leader");
+    await setReplicationThrottle(cluster, 2 * MB, "leader");
     // The operator's own: a rate on broker 2, a replica list on one topic.
     await kafka.alterConfigs(
       [
@@ -140,35 +169,28 @@ describe.each(RELEASES.map((r) => [releaseName(r), r] as const))("%s", (_, relea
     const agent = startAgent(cluster, { kind: "agent-embedded" }, { config: PACING, dataDir });
     try {
       await restartBehind();
-      const seen = await waitFor(
+      const seen = await waitWithAgent(
+        agent,
         async () => {
           if (!(await pacerRateOn1())) return undefined;
-          const behind = await outOfSyncOn1();
+          // The lists first: a replica still behind after them was behind when they were read.
           const lists = await kafka.describeTopicConfigs(TOPICS, [FOLLOWER_REPLICAS]);
+          const behind = await outOfSyncOn1();
           return behind.length > 0 ? { behind, lists } : undefined;
         },
-        60_000,
         "broker 1 throttled by the pacer while behind",
       );
       const entries = (topic: string) =>
         (seen.lists.get(topic)?.get(FOLLOWER_REPLICAS)?.value ?? "").split(",").filter(Boolean);
-      // Only broker 1's replicas are added; the operator's entries stay first, as they were.
-      const ordersEntries = entries("orders");
-      expect(ordersEntries.length).toBeGreaterThan(0);
-      for (const entry of ordersEntries) expect(entry).toMatch(/^\d+:1$/);
+      // Only broker 1's replicas are added (a topic it has caught up on may have none left); the
+      // operator's entries stay first, as they were.
+      const ours = [...entries("orders"), ...entries("payments").slice(2)];
+      expect(ours.length).toBeGreaterThan(0);
+      for (const entry of ours) expect(entry).toMatch(/^\d+:1$/);
       expect(entries("payments").slice(0, 2).join(",")).toBe(OPERATOR_LIST);
-      for (const entry of entries("payments").slice(2)) expect(entry).toMatch(/^\d+:1$/);
 
       await waitFor(allInSync, 180_000, "broker 1 back in every ISR");
-      await waitFor(
-        async () => {
-          const now = await throttleConfigs();
-          return JSON.stringify(now) === JSON.stringify(before) ? true : undefined;
-        },
-        30_000,
-        "the throttle lifted, the operator's left as they were",
-      ).catch(() => undefined);
-      expect(await throttleConfigs()).toEqual(before);
+      await expectAsBefore();
     } finally {
       await agent.stop();
     }
@@ -198,14 +220,14 @@ describe.each(RELEASES.map((r) => [releaseName(r), r] as const))("%s", (_, relea
       "--dry-run",
     ]);
     expect(await dry.exited, dry.stderr()).toBe(0);
-    expect(dry.stdout()).toMatch(/would change broker 1: set follower\.replication\.throttled\.rate=1000000/);
+    expect(dry.stdout()).toMatch(/would change broker 1: set follower\.replication\.throttled\.rate=2000000/);
     expect(await throttleConfigs()).toEqual(before);
 
     const agent = startAgent(cluster, { kind: "agent-embedded" }, { config: PACING, dataDir });
-    await waitFor(pacerRateOn1, 60_000, "broker 1 throttled by the pacer");
+    await waitWithAgent(agent, pacerRateOn1, "broker 1 throttled by the pacer");
     await agent.stop();
     expect(agent.output()).toMatch(/stopping: catch-up throttle lifted \(broker 1\)/);
-    expect(await throttleConfigs()).toEqual(before);
+    await expectAsBefore();
     await waitFor(allInSync, 120_000, "broker 1 back in every ISR");
   });
 
@@ -214,7 +236,7 @@ describe.each(RELEASES.map((r) => [releaseName(r), r] as const))("%s", (_, relea
     const agent = startAgent(cluster, { kind: "agent-embedded" }, { config: PACING, dataDir });
     try {
       await restartBehind();
-      await waitFor(pacerRateOn1, 60_000, "broker 1 throttled by the pacer");
+      await waitWithAgent(agent, pacerRateOn1, "broker 1 throttled by the pacer");
       agent.child.kill("SIGKILL");
       await agent.exited;
     } finally {
@@ -238,6 +260,6 @@ describe.each(RELEASES.map((r) => [releaseName(r), r] as const))("%s", (_, relea
     ]);
     expect(await restarted.exited, restarted.stderr()).toBe(0);
     expect(restarted.stdout()).toMatch(/catch-up throttle lifted: broker 1/);
-    expect(await throttleConfigs()).toEqual(before);
+    await expectAsBefore();
   });
 });
