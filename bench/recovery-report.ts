@@ -17,7 +17,15 @@ export interface RunFacts {
   produceMb: number;
   load: { recordsPerSecond: number; recordBytes: number };
   rows: Record<string, string | number>[];
-  variants: { id: number; label: string; unfencedAtMs?: number; recoveryMs: number | null }[];
+  variants: {
+    id: number;
+    label: string;
+    unfencedAtMs?: number;
+    recoveryMs: number | null;
+    catchUpMs?: number | null;
+    catchUpRateMbit?: number | null;
+    windows?: { steady?: { p99Ms: number }; recovery?: { p99Ms: number } };
+  }[];
 }
 
 /** The P99 of some latencies (sorts them), as whole ms; "" when there are none. */
@@ -255,6 +263,70 @@ export function stallByLeader(
   return rows;
 }
 
+/**
+ * The trade-off an operator chooses on: each variant's producer P99 over the recovery window against
+ * its catch-up time (unfenced → back in every ISR, full redundancy again), one point a variant.
+ */
+function tradeoffChart(facts: RunFacts, names: Map<string, string>): TopLevelSpec | undefined {
+  const values = facts.variants
+    .filter((v) => v.catchUpMs && v.windows?.recovery)
+    .map((v) => ({
+      variant: names.get(String(v.id)),
+      catchUpSeconds: Math.round((v.catchUpMs as number) / 1000),
+      p99: Math.max(1, Math.round(v.windows?.recovery?.p99Ms ?? 0)),
+      label: v.catchUpRateMbit ? `${v.catchUpRateMbit} Mbit/s` : "no throttle",
+    }));
+  if (!values.some((v) => v.label !== "no throttle")) return undefined;
+  const steady = Math.min(...facts.variants.map((v) => v.windows?.steady?.p99Ms ?? Number.POSITIVE_INFINITY));
+  return {
+    $schema: "https://vega.github.io/schema/vega-lite/v6.json",
+    title: {
+      text: "Producer P99 through the recovery against the time to full redundancy",
+      subtitle: `${facts.partitions} partitions, broker 1 at ${facts.rateMbit} Mbit/s; each point a variant, labelled with its catch-up throttle; the dashed line is the lowest steady P99 of the run`,
+    },
+    width: 720,
+    height: 300,
+    layer: [
+      {
+        data: { values },
+        mark: { type: "point", filled: true, size: 90 },
+        encoding: {
+          x: {
+            field: "catchUpSeconds",
+            type: "quantitative",
+            title: "catch-up time: unfenced → back in every ISR (s)",
+          },
+          y: {
+            field: "p99",
+            type: "quantitative",
+            title: "producer P99 over the recovery window (ms, log)",
+            scale: { type: "log" },
+          },
+          color: VARIANT_COLOR,
+        },
+      },
+      {
+        data: { values },
+        mark: { type: "text", align: "left", dx: 8, dy: -6 },
+        encoding: {
+          x: { field: "catchUpSeconds", type: "quantitative" },
+          y: { field: "p99", type: "quantitative", scale: { type: "log" } },
+          text: { field: "label" },
+        },
+      },
+      ...(Number.isFinite(steady)
+        ? [
+            {
+              data: { values: [{ p99: steady }] },
+              mark: { type: "rule" as const, strokeDash: [4, 4], color: "#555" },
+              encoding: { y: { field: "p99", type: "quantitative" as const } },
+            },
+          ]
+        : []),
+    ],
+  } as TopLevelSpec;
+}
+
 /** table.md, p99.svg and leadership.svg from a run's results.json and CSVs (and the stall's splits). */
 export async function renderReport(
   dir: string,
@@ -265,6 +337,8 @@ export async function renderReport(
   writeFileSync(join(dir, "table.md"), markdownTable(facts.rows));
   writeFileSync(join(dir, "p99.svg"), await renderSvg(latencyChart(facts, names, dir)));
   writeFileSync(join(dir, "leadership.svg"), await renderSvg(leadershipChart(facts, names, dir)));
+  const tradeoff = tradeoffChart(facts, names);
+  if (tradeoff) writeFileSync(join(dir, "tradeoff.svg"), await renderSvg(tradeoff));
   if (existsSync(join(dir, "isr-changes.csv")))
     writeFileSync(join(dir, "isr-split.md"), markdownTable(isrSplit(dir, facts, layout.recovering)));
   // Variant 3 moves no leadership after the stop, so its partitions' leaders are known throughout.

@@ -71,6 +71,11 @@ const { values: args } = parseArgs({
     "down-s": { type: "string" },
     /** Kafka's follower replication throttle on broker 1 from its stop until it has recovered (every variant). */
     "catch-up-throttle-mbit": { type: "string" },
+    /**
+     * Variant 6's rates (catch-up pacing), Mbit/s: one run of it per rate, for the trade-off chart;
+     * variant 7 (the throttle by hand, the control) runs at the first. Default: 40 % of the link.
+     */
+    "catch-up-rates-mbit": { type: "string" },
   },
 });
 
@@ -104,6 +109,9 @@ const GAP_MS = 5_000;
 const CATCH_UP_THROTTLE_MBIT = args["catch-up-throttle-mbit"]
   ? Number(args["catch-up-throttle-mbit"])
   : undefined;
+const CATCH_UP_RATES_MBIT = (args["catch-up-rates-mbit"] ?? String(Number(args["rate-mbit"]) * 0.4))
+  .split(",")
+  .map(Number);
 const RECOVERED_SHARE = 0.99;
 const THRESHOLD_PERCENT = 5;
 /** Broker 1's link counts as saturated at this share of its shaped rate (steady state uses under a fifth). */
@@ -134,10 +142,13 @@ export const LAG_PACING = {
 };
 
 interface Variant {
+  /** Its files' and table's number; a variant run at several rates is 6, then 61, 62, … */
   id: number;
   label: string;
   controller: Record<string, string | number | boolean>;
   agent?: Record<string, string | number>;
+  /** Kafka's follower throttle set by hand (`*`) on broker 1 at its stop, lifted once it has recovered. */
+  handThrottleMbit?: number;
   /** False where leadership never returns: its window ends when the broker is back in the ISRs. */
   leadershipReturns: boolean;
 }
@@ -175,9 +186,41 @@ const VARIANTS: Variant[] = [
     agent: LAG_PACING,
     leadershipReturns: true,
   },
+  ...CATCH_UP_RATES_MBIT.map((mbit, i) => ({
+    id: i === 0 ? 6 : 60 + i,
+    label: `pacer agent, and catch-up pacing at ${mbit} Mbit/s (leader side)`,
+    controller: { "auto.leader.rebalance.enable": false },
+    agent: { ...README_PACING, "pacer.catch.up.replication.throttled.rate": Math.round((mbit * 1e6) / 8) },
+    leadershipReturns: true,
+  })),
+  {
+    id: 8,
+    label: `pacer agent, and catch-up pacing at ${CATCH_UP_RATES_MBIT[0]} Mbit/s on the follower side`,
+    controller: { "auto.leader.rebalance.enable": false },
+    agent: {
+      ...README_PACING,
+      "pacer.catch.up.replication.throttled.rate": Math.round(((CATCH_UP_RATES_MBIT[0] as number) * 1e6) / 8),
+      "pacer.catch.up.replication.throttled.side": "follower",
+    },
+    leadershipReturns: true,
+  },
+  {
+    id: 7,
+    label: `pacer agent, and the follower throttle by hand at ${CATCH_UP_RATES_MBIT[0]} Mbit/s (\`*\`, the control)`,
+    controller: { "auto.leader.rebalance.enable": false },
+    agent: README_PACING,
+    handThrottleMbit: CATCH_UP_RATES_MBIT[0],
+    leadershipReturns: true,
+  },
 ];
 
-const chosen = (args.variants ?? (QUICK ? "2,4" : "1,2,3,4,5")).split(",").map(Number);
+/** `6` in --variants is variant 6 at every rate of --catch-up-rates-mbit. */
+const chosen = (args.variants ?? (QUICK ? "2,4" : "1,2,3,4,5"))
+  .split(",")
+  .map(Number)
+  .flatMap((id) =>
+    id === 6 ? VARIANTS.filter((v) => v.id === 6 || (v.id > 60 && v.id < 70)).map((v) => v.id) : [id],
+  );
 
 const HOSTS: BedHost[] = [
   { name: "b1", octet: 1 },
@@ -197,6 +240,8 @@ interface VariantResult {
   unfencedAtMs: number;
   /** When the broker led ≥ 99 % of its preferred partitions (or, without rebalancing, was back in ≥ 99 % of their ISRs). */
   reachedAtMs?: number;
+  /** When it was back in the ISR of every preferred partition: full redundancy again. */
+  inSyncAtMs?: number;
   endAtMs: number;
   bulk: { bytes: number; ms: number };
   load: LoadReport;
@@ -368,8 +413,8 @@ async function runVariant(
     const steadyToMs = Date.now();
     await sleep(GAP_MS);
     // Set before the stop, as an operator would: a broker's own configs are altered through it.
-    if (CATCH_UP_THROTTLE_MBIT)
-      await setCatchUpThrottle(target, RECOVERING, (CATCH_UP_THROTTLE_MBIT * 1e6) / 8);
+    const handMbit = variant.handThrottleMbit ?? CATCH_UP_THROTTLE_MBIT;
+    if (handMbit) await setCatchUpThrottle(target, RECOVERING, (handMbit * 1e6) / 8);
     const stoppedAtMs = Date.now();
     await cluster.stopBroker(RECOVERING, "SIGTERM");
     log("broker 1 stopped; producing while it is down");
@@ -393,7 +438,7 @@ async function runVariant(
       log(`not recovered: ${(error as Error).message}`);
       return undefined;
     });
-    if (CATCH_UP_THROTTLE_MBIT) await setCatchUpThrottle(target, RECOVERING, 0);
+    if (handMbit) await setCatchUpThrottle(target, RECOVERING, 0);
     log(`recovered after ${reachedAtMs ? ((reachedAtMs - unfencedAtMs) / 1000).toFixed(1) : "–"} s`);
     await sleep(TIMES.tailMs);
     const endAtMs = Date.now();
@@ -426,6 +471,10 @@ async function runVariant(
       stoppedAtMs,
       unfencedAtMs,
       reachedAtMs,
+      // The last partition whose ISR broker 1 rejoined: from then on it is in every ISR.
+      inSyncAtMs: watcher.isrChanges.findLast(
+        (c) => c.broker === RECOVERING && c.joined && c.atMs >= unfencedAtMs,
+      )?.atMs,
       endAtMs,
       bulk,
       load: report,
@@ -502,6 +551,7 @@ function rowOf(r: VariantResult) {
     "recovery time": r.reachedAtMs
       ? `${seconds(r.reachedAtMs - r.unfencedAtMs)}${r.variant.leadershipReturns ? "" : " (in ISR; leads none)"}`
       : "not reached",
+    "catch-up time (back in every ISR)": r.inSyncAtMs ? seconds(r.inSyncAtMs - r.unfencedAtMs) : "–",
     "link saturated for": r.linkFreeAtMs ? seconds(r.linkFreeAtMs - r.unfencedAtMs) : "–",
     "moves onto broker 1": r.movesOnto,
     "while > 5 % behind": r.movesWhileBehind,
@@ -582,6 +632,7 @@ async function writeReport(results: VariantResult[]): Promise<void> {
         times: { ...TIMES, downMs: DOWN_MS, gapMs: GAP_MS },
         brokerConfig: BROKER_EXTRA,
         catchUpThrottleMbit: CATCH_UP_THROTTLE_MBIT ?? null,
+        catchUpRatesMbit: CATCH_UP_RATES_MBIT,
         pacing: README_PACING,
         lagPacing: LAG_PACING,
         rows,
@@ -592,6 +643,12 @@ async function writeReport(results: VariantResult[]): Promise<void> {
           windows: r.load.windows,
           unfencedAtMs: r.unfencedAtMs,
           recoveryMs: r.reachedAtMs ? r.reachedAtMs - r.unfencedAtMs : null,
+          catchUpMs: r.inSyncAtMs ? r.inSyncAtMs - r.unfencedAtMs : null,
+          catchUpRateMbit:
+            r.variant.handThrottleMbit ??
+            (r.variant.agent?.["pacer.catch.up.replication.throttled.rate"]
+              ? (Number(r.variant.agent["pacer.catch.up.replication.throttled.rate"]) * 8) / 1e6
+              : (CATCH_UP_THROTTLE_MBIT ?? null)),
           movesOnto: r.movesOnto,
           movesWhileBehind: r.movesWhileBehind,
           movesWhileLinkBusy: r.movesWhileLinkBusy,

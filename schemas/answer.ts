@@ -94,24 +94,43 @@ export const BrokerRow = z
   .meta({ id: "BrokerRow" });
 export type BrokerRow = z.infer<typeof BrokerRow>;
 
+const TopicPartitions = z.array(z.object({ topic: z.string(), partitions: z.array(z.number().int()) }));
+
 export const CatchUpThrottle = z
   .object({
     broker: z.number().int().describe("The broker catching up"),
     rateBytesPerSecond: z
       .number()
       .int()
-      .describe("Its follower.replication.throttled.rate: what it may fetch a second for the replicas below"),
+      .describe("What it may fetch a second for its replicas outside the ISR, from all leaders together"),
     outOfSync: z.number().int().describe("Replicas it hosts outside the ISR: the replicas below, counted"),
-    replicas: z
-      .array(z.object({ topic: z.string(), partitions: z.array(z.number().int()) }))
+    replicas: TopicPartitions.describe("Its replicas outside the ISR, by topic"),
+    side: z
+      .enum(["leader", "follower"])
       .describe(
-        "Its replicas outside the ISR, by topic: the follower.replication.throttled.replicas entries",
+        "follower: the rate on this broker (follower.replication.throttled.rate), its replicas as partition:broker in follower.replication.throttled.replicas; leader: on each leader below",
+      ),
+    leaders: z
+      .array(
+        z.object({
+          broker: z.number().int(),
+          rateBytesPerSecond: z
+            .number()
+            .int()
+            .describe("Its share of the rate, by the replicas it leads (leader.replication.throttled.rate)"),
+          replicas: TopicPartitions.describe(
+            "Those replicas: partition:leader in leader.replication.throttled.replicas",
+          ),
+        }),
+      )
+      .describe(
+        "Leader side: the brokers leading its replicas outside the ISR, and each one's share; empty on the follower side",
       ),
   })
   .meta({
     id: "CatchUpThrottle",
     description:
-      "Extension (catch-up pacing): a broker whose catch-up is throttled, on which replicas, at what rate.",
+      "Extension (catch-up pacing): a broker whose catch-up is throttled, on which replicas, at what rate, and where.",
   });
 export type CatchUpThrottle = z.infer<typeof CatchUpThrottle>;
 

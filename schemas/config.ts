@@ -46,6 +46,7 @@ function kafkaEnum<const T extends readonly [string, ...string[]]>(values: T) {
 
 export const ELECTION_ALGORITHMS = ["immediate", "wait-for-sync"] as const;
 export const THRESHOLD_BASES = ["imbalanced", "preferred"] as const;
+export const THROTTLE_SIDES = ["leader", "follower"] as const;
 
 /** Every known key with its schema, default and meaning; the single place a configuration key is defined. */
 export const CONFIG_KEYS = {
@@ -102,7 +103,12 @@ export const CONFIG_KEYS = {
   "pacer.catch.up.replication.throttled.rate": {
     schema: kafkaInteger(0),
     default: 0,
-    doc: "Extension (catch-up pacing): while an active broker hosts replicas outside the ISR, it may fetch at most this many bytes per second for them (Kafka's follower.replication.throttled.rate on that broker, its out-of-sync replicas in follower.replication.throttled.replicas), set by the agent and lifted once it is in sync. 0 = off.",
+    doc: "Extension (catch-up pacing): while an active broker hosts replicas outside the ISR, it may fetch at most this many bytes per second for them, with Kafka's replication quota, set by the agent and lifted once it is in sync. 0 = off.",
+  },
+  "pacer.catch.up.replication.throttled.side": {
+    schema: kafkaEnum(THROTTLE_SIDES),
+    default: "leader" as (typeof THROTTLE_SIDES)[number],
+    doc: "Extension (catch-up pacing): where Kafka's quota holds the catch-up. leader: on the brokers leading its replicas behind (leader.replication.throttled.rate, the rate shared among them by how many they lead); follower: on the broker catching up (follower.replication.throttled.rate).",
   },
   "pacer.tick.enabled": {
     schema: kafkaBoolean(),

@@ -19,15 +19,15 @@ export const evenReplicas = (brokers: number[], topicIndex: number, partition: n
 
 /**
  * Topics of `partitionsPerTopic` partitions, replication factor 3, preferred leaders in rotation, every
- * replica in the replication throttle's lists (`throttled`: both sides, or the leader side only, so
- * that the follower side stays free for catch-up pacing).
+ * replica in the replication throttle's lists (`throttled`: both sides, or neither, so that the lists
+ * are free for catch-up pacing).
  */
 export async function createEvenTopics(
   cluster: KafkaCluster,
   topics: string[],
   partitionsPerTopic: number,
   timeoutMs = 60_000,
-  throttled: "both" | "leader" = "both",
+  throttled: "both" | "none" = "both",
 ): Promise<void> {
   const brokers = cluster.brokerIds();
   for (const [t, topic] of topics.entries()) {
@@ -49,12 +49,13 @@ export async function createEvenTopics(
           topics: [topic],
           assignments,
           // Only replicas out of the ISR are throttled, so the throttle slows catch-up and nothing else.
-          configs: [
-            { name: "leader.replication.throttled.replicas", value: "*" },
-            ...(throttled === "both"
-              ? [{ name: "follower.replication.throttled.replicas", value: "*" }]
-              : []),
-          ],
+          configs:
+            throttled === "both"
+              ? [
+                  { name: "leader.replication.throttled.replicas", value: "*" },
+                  { name: "follower.replication.throttled.replicas", value: "*" },
+                ]
+              : [],
         });
       } finally {
         await admin.close();
@@ -88,13 +89,8 @@ export async function createEvenTopics(
  * cluster-wide default (measured: a broker caught up 40 MB in a second under a 2 MB/s default), and a
  * ZooKeeper-mode broker takes its own config only from a request sent to itself.
  */
-export async function setReplicationThrottle(
-  cluster: KafkaCluster,
-  bytesPerSecond: number,
-  sides: "both" | "leader" = "both",
-): Promise<void> {
-  const names = ["leader.replication.throttled.rate"];
-  if (sides === "both") names.push("follower.replication.throttled.rate");
+export async function setReplicationThrottle(cluster: KafkaCluster, bytesPerSecond: number): Promise<void> {
+  const names = ["leader.replication.throttled.rate", "follower.replication.throttled.rate"];
   const configs =
     bytesPerSecond > 0
       ? names.map((name) => ({ name, configOperation: 0 as const, value: String(bytesPerSecond) })) // SET

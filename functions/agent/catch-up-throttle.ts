@@ -4,20 +4,30 @@ import type { ThrottleRecord, ThrottleRecordStore } from "./throttle-record.ts";
 
 /**
  * Carries out the answer's catch-up throttles with Kafka's own replication quota, as
- * `ReassignPartitionsCommand` does for a reassignment: the rate on the broker catching up
- * (`follower.replication.throttled.rate`), its replicas still behind in each topic's
- * `follower.replication.throttled.replicas`. What it sets is written down before it is set, so that it
- * can be lifted by the same hand after a crash, and nothing an operator set is raised or removed:
+ * `ReassignPartitionsCommand` does for a reassignment: a rate on each broker the quota holds
+ * (`leader.` or `follower.replication.throttled.rate`), and the replicas it holds in each topic's
+ * `….replication.throttled.replicas`. What it sets is written down before it is sent, so that it can be
+ * lifted by the same hand after a crash, and nothing an operator set is raised or removed:
  *
- * - a broker with a rate already in place (its own, the cluster-wide default, or a static one) is left
- *   alone, its replicas not listed either, so its catch-up runs under the operator's rate;
+ * - a broker with a rate already in place on that side (its own, the cluster-wide default, or a
+ *   static one) is left alone, and the replicas that rate would hold are not listed either;
  * - a topic whose list is `*` already throttles every replica; an entry already listed is not ours;
- * - list entries are APPENDed and SUBTRACTed one by one, never overwritten;
+ * - list entries are APPENDed and SUBTRACTed one by one, never overwritten, and a list left with
+ *   nothing but ours is deleted, as it was;
  * - a rate is deleted only while it still holds the value set here.
  */
 
-export const FOLLOWER_RATE = "follower.replication.throttled.rate";
-export const FOLLOWER_REPLICAS = "follower.replication.throttled.replicas";
+export const THROTTLE_CONFIGS = {
+  leader: { rate: "leader.replication.throttled.rate", replicas: "leader.replication.throttled.replicas" },
+  follower: {
+    rate: "follower.replication.throttled.rate",
+    replicas: "follower.replication.throttled.replicas",
+  },
+} as const;
+export const FOLLOWER_RATE = THROTTLE_CONFIGS.follower.rate;
+export const FOLLOWER_REPLICAS = THROTTLE_CONFIGS.follower.replicas;
+export const LEADER_RATE = THROTTLE_CONFIGS.leader.rate;
+export const LEADER_REPLICAS = THROTTLE_CONFIGS.leader.replicas;
 
 /** The Kafka calls this needs, a subset of KafkaAdminClient. */
 export interface ThrottleKafka {
@@ -27,11 +37,17 @@ export interface ThrottleKafka {
 }
 
 export interface ThrottleReport {
-  /** Brokers throttled after this run, by the pacer. */
-  throttled: { broker: number; rateBytesPerSecond: number; replicas: number; sinceMs: number }[];
-  /** Brokers the answer throttles whose rate was someone else's: left as it is. */
-  leftAlone: { broker: number; rate: string; source: string }[];
-  /** Brokers whose throttle this run lifted. */
+  /** Brokers whose catch-up the pacer throttles after this run. */
+  throttled: {
+    broker: number;
+    side: CatchUpThrottle["side"];
+    rateBytesPerSecond: number;
+    replicas: number;
+    sinceMs: number;
+  }[];
+  /** Brokers with a rate of someone else's where the answer wanted one: left as they are. */
+  leftAlone: { broker: number; config: string; rate: string; source: string }[];
+  /** Brokers whose catch-up the pacer stopped throttling this run. */
   lifted: number[];
   /** Config changes sent (or, on a dry run, that would have been). */
   changes: string[];
@@ -39,7 +55,64 @@ export interface ThrottleReport {
   errors: string[];
 }
 
+/** One rate the wanted throttles hold on one broker, and the list entries that go with it. */
+interface WantedRate {
+  key: string;
+  config: string;
+  listConfig: string;
+  broker: number;
+  rateBytesPerSecond: number;
+  /** topic → `partition:broker` entries. */
+  entries: Map<string, string[]>;
+}
+
 const ERROR_UNKNOWN_TOPIC = 3;
+const rateKey = (config: string, broker: number) => `${config}@${broker}`;
+const listKey = (config: string, topic: string) => `${config}@${topic}`;
+const splitKey = (key: string) => {
+  const at = key.indexOf("@");
+  return { config: key.slice(0, at), name: key.slice(at + 1) };
+};
+
+/** The rates the throttles hold, per broker and side: a leader serving two brokers behind holds both shares. */
+function wantedRates(wanted: CatchUpThrottle[]): Map<string, WantedRate> {
+  const rates = new Map<string, WantedRate>();
+  const add = (
+    side: CatchUpThrottle["side"],
+    broker: number,
+    rate: number,
+    replicas: CatchUpThrottle["replicas"],
+  ) => {
+    const { rate: config, replicas: listConfig } = THROTTLE_CONFIGS[side];
+    const key = rateKey(config, broker);
+    const held = rates.get(key) ?? {
+      key,
+      config,
+      listConfig,
+      broker,
+      rateBytesPerSecond: 0,
+      entries: new Map(),
+    };
+    rates.set(key, held);
+    held.rateBytesPerSecond += rate;
+    for (const { topic, partitions } of replicas) {
+      const entries = held.entries.get(topic) ?? [];
+      held.entries.set(topic, entries);
+      for (const partition of partitions) entries.push(`${partition}:${broker}`);
+    }
+  };
+  for (const t of wanted) {
+    if (t.side === "follower") add("follower", t.broker, t.rateBytesPerSecond, t.replicas);
+    else for (const l of t.leaders) add("leader", l.broker, l.rateBytesPerSecond, l.replicas);
+  }
+  return rates;
+}
+
+/** The rate keys a throttle needs: its own broker's on the follower side, each leader's on the leader side. */
+const rateKeysOf = (t: CatchUpThrottle) =>
+  t.side === "follower"
+    ? [rateKey(FOLLOWER_RATE, t.broker)]
+    : t.leaders.map((l) => rateKey(LEADER_RATE, l.broker));
 
 export class CatchUpThrottler {
   private record: ThrottleRecord | undefined;
@@ -53,7 +126,9 @@ export class CatchUpThrottler {
   /** Whether anything set by the pacer is still in place (as far as its record knows). */
   async holdsAny(): Promise<boolean> {
     const record = await this.loaded();
-    return Object.keys(record.brokers).length > 0 || Object.keys(record.replicas).length > 0;
+    return [record.rates, record.lists, record.throttlingSinceMs].some(
+      (part) => Object.keys(part).length > 0,
+    );
   }
 
   /** Lifts everything the record holds: SIGTERM, or catch-up pacing turned off. */
@@ -65,146 +140,199 @@ export class CatchUpThrottler {
   async apply(wanted: CatchUpThrottle[], dryRun: boolean): Promise<ThrottleReport> {
     const record = structuredClone(await this.loaded());
     const report: ThrottleReport = { throttled: [], leftAlone: [], lifted: [], changes: [], errors: [] };
-    const step = new Steps(report, dryRun, this.kafka, async () => {
+    const step = new Steps(report, dryRun, this.kafka, record, async () => {
       if (!dryRun) await this.store.save(record);
     });
+    // A run that did not finish its changes may have left some unsent: this one sends ours again.
+    const resend = record.unconfirmed === true;
+    // Written with the first change, so that a crash in the middle still knows whom it throttled.
+    const nowMs = this.clock();
+    const before = new Set(Object.keys(record.throttlingSinceMs));
+    for (const t of wanted) record.throttlingSinceMs[String(t.broker)] ??= nowMs;
 
-    const ours = new Map<number, CatchUpThrottle>();
-    for (const throttle of wanted) {
-      if (await step.run(`broker ${throttle.broker}`, () => this.setRate(throttle, record, step)))
-        ours.set(throttle.broker, throttle);
+    const rates = wantedRates(wanted);
+    const ours = new Set<string>();
+    for (const rate of [...rates.values()].sort((a, b) => a.key.localeCompare(b.key))) {
+      const held = await step.run(`broker ${rate.broker}`, () => this.holdRate(rate, record, step, resend));
+      // A rate that could not be looked at this run stays as it was, ours if it was.
+      if (held || (held === undefined && record.rates[rate.key])) ours.add(rate.key);
     }
-    await step.run("replica lists", () => this.setReplicas(ours, record, step));
-    for (const id of Object.keys(record.brokers).map(Number)) {
-      if (ours.has(id)) continue;
-      await step.run(`lifting broker ${id}`, () => this.liftRate(id, record, step));
+    const lists = new Map<string, Set<string>>();
+    for (const key of ours) {
+      const rate = rates.get(key) as WantedRate;
+      for (const [topic, entries] of rate.entries) {
+        const list = lists.get(listKey(rate.listConfig, topic)) ?? new Set<string>();
+        lists.set(listKey(rate.listConfig, topic), list);
+        for (const entry of entries) list.add(entry);
+      }
     }
-    for (const throttle of ours.values()) {
-      const set = record.brokers[throttle.broker];
+    await step.run("replica lists", () => this.holdLists(lists, record, step, resend));
+    for (const key of Object.keys(record.rates).sort()) {
+      if (!ours.has(key)) await step.run(`lifting ${key}`, () => this.liftRate(key, record, step));
+    }
+
+    const throttling = new Set<string>();
+    for (const t of wanted) {
+      if (!rateKeysOf(t).some((key) => ours.has(key))) continue;
+      const id = String(t.broker);
+      throttling.add(id);
       report.throttled.push({
-        broker: throttle.broker,
-        rateBytesPerSecond: throttle.rateBytesPerSecond,
-        replicas: throttle.outOfSync,
-        sinceMs: set?.sinceMs ?? this.clock(),
+        broker: t.broker,
+        side: t.side,
+        rateBytesPerSecond: t.rateBytesPerSecond,
+        replicas: t.outOfSync,
+        sinceMs: record.throttlingSinceMs[id] ?? nowMs,
       });
     }
-    if (!dryRun) this.record = record;
+    for (const id of Object.keys(record.throttlingSinceMs)) {
+      if (throttling.has(id)) continue;
+      delete record.throttlingSinceMs[id];
+      // A broker wanted this run whose every rate was someone else's was never throttled by us.
+      if (before.has(id)) report.lifted.push(Number(id));
+    }
+    if (report.errors.length === 0) delete record.unconfirmed;
+    if (!dryRun) {
+      await this.store.save(record);
+      this.record = record;
+    }
     return report;
   }
 
-  /** The broker's rate: set unless someone else's is in place. Returns whether the broker is ours. */
-  private async setRate(throttle: CatchUpThrottle, record: ThrottleRecord, step: Steps): Promise<boolean> {
-    const { broker, rateBytesPerSecond } = throttle;
-    const mine = record.brokers[broker];
+  /** A broker's rate: set unless someone else's is in place. Returns whether it is the pacer's. */
+  private async holdRate(
+    rate: WantedRate,
+    record: ThrottleRecord,
+    step: Steps,
+    resend: boolean,
+  ): Promise<boolean> {
+    const mine = record.rates[rate.key];
     if (mine === undefined) {
-      const current = (await this.kafka.describeBrokerConfigs(broker, [FOLLOWER_RATE])).get(FOLLOWER_RATE);
+      const current = (await this.kafka.describeBrokerConfigs(rate.broker, [rate.config])).get(rate.config);
       if (current && current.source !== "default") {
-        step.report.leftAlone.push({ broker, rate: current.value ?? "", source: current.source });
+        step.report.leftAlone.push({
+          broker: rate.broker,
+          config: rate.config,
+          rate: current.value ?? "",
+          source: current.source,
+        });
         return false;
       }
-    } else if (mine.rateBytesPerSecond === rateBytesPerSecond) return true;
-    // Written down before it is set: a crash in between leaves a record of a change that may not
-    // have happened, which lifting finds out (the value is not ours) rather than a throttle nobody knows.
-    record.brokers[broker] = { rateBytesPerSecond, sinceMs: mine?.sinceMs ?? this.clock() };
+    } else if (mine.rateBytesPerSecond === rate.rateBytesPerSecond && !resend) return true;
+    // Written down before it is sent: a crash in between leaves a record of a change that may not
+    // have happened, which lifting finds out (the value is not ours), rather than a throttle nobody knows.
+    record.rates[rate.key] = { rateBytesPerSecond: rate.rateBytesPerSecond };
     const change: ConfigChange = {
-      resource: { type: "broker", name: String(broker) },
-      configs: [{ name: FOLLOWER_RATE, op: "set", value: String(rateBytesPerSecond) }],
+      resource: { type: "broker", name: String(rate.broker) },
+      configs: [{ name: rate.config, op: "set", value: String(rate.rateBytesPerSecond) }],
     };
-    await step.alter([change], broker);
+    const [result] = await step.alter([change], rate.broker);
+    if (result && result.errorCode !== 0) {
+      // Refused, so not set: nothing of ours to lift.
+      if (mine === undefined) delete record.rates[rate.key];
+      return false;
+    }
     return true;
   }
 
-  /** Each topic's list holds exactly our brokers' replicas still behind, beside whatever else it holds. */
-  private async setReplicas(
-    ours: Map<number, CatchUpThrottle>,
+  /** Each list holds exactly our wanted entries, beside whatever else it holds. */
+  private async holdLists(
+    wanted: Map<string, Set<string>>,
     record: ThrottleRecord,
     step: Steps,
+    resend: boolean,
   ): Promise<void> {
-    const wanted = new Map<string, Set<string>>();
-    for (const throttle of ours.values())
-      for (const { topic, partitions } of throttle.replicas) {
-        const entries = wanted.get(topic) ?? new Set<string>();
-        for (const partition of partitions) entries.add(`${partition}:${throttle.broker}`);
-        wanted.set(topic, entries);
-      }
     const appends = new Map<string, string[]>();
     const subtracts = new Map<string, string[]>();
-    for (const [topic, entries] of wanted) {
-      const mine = new Set(record.replicas[topic] ?? []);
+    for (const [key, entries] of wanted) {
+      const mine = new Set(resend ? [] : (record.lists[key] ?? []));
       const added = [...entries].filter((e) => !mine.has(e));
-      if (added.length) appends.set(topic, added);
+      if (added.length) appends.set(key, added);
     }
-    for (const [topic, mine] of Object.entries(record.replicas)) {
-      const entries = wanted.get(topic);
+    for (const [key, mine] of Object.entries(record.lists)) {
+      const entries = wanted.get(key);
       const removed = mine.filter((e) => !entries?.has(e));
-      if (removed.length) subtracts.set(topic, removed);
+      if (removed.length) subtracts.set(key, removed);
     }
     if (appends.size === 0 && subtracts.size === 0) return;
 
     // Current lists: where entries are added (to skip what is there), and where all of ours go (a
-    // list left empty was ours alone, and is deleted rather than left set to "").
+    // list left with nothing else was ours alone, and is deleted rather than left set to "").
     const emptied = [...subtracts].filter(
-      ([topic, removed]) => removed.length === record.replicas[topic]?.length,
+      ([key, removed]) => !appends.has(key) && removed.length === record.lists[key]?.length,
     );
-    const read = [...new Set([...appends.keys(), ...emptied.map(([topic]) => topic)])];
-    const lists = read.length ? await this.kafka.describeTopicConfigs(read, [FOLLOWER_REPLICAS]) : new Map();
+    const read = [...new Set([...appends.keys(), ...emptied.map(([key]) => key)])].map(splitKey);
+    const current =
+      read.length === 0
+        ? new Map<string, Map<string, ConfigValue>>()
+        : await this.kafka.describeTopicConfigs(
+            [...new Set(read.map((k) => k.name))],
+            [...new Set(read.map((k) => k.config))],
+          );
+    const listed = (key: string) => {
+      const { config, name } = splitKey(key);
+      return entriesOf(current.get(name)?.get(config)?.value);
+    };
     const deletes = new Set<string>();
-    for (const [topic, removed] of emptied) {
-      const listed = entriesOf(lists.get(topic)?.get(FOLLOWER_REPLICAS)?.value);
-      if (!appends.has(topic) && [...listed].every((e) => removed.includes(e))) deletes.add(topic);
-    }
-    for (const [topic, added] of appends) {
-      const listed = entriesOf(lists.get(topic)?.get(FOLLOWER_REPLICAS)?.value);
-      // `*` throttles every replica already; an entry already there is someone else's.
-      const fresh = listed.has("*") ? [] : added.filter((e) => !listed.has(e));
+    for (const [key, removed] of emptied)
+      if ([...listed(key)].every((e) => removed.includes(e))) deletes.add(key);
+    for (const [key, added] of appends) {
+      const there = listed(key);
+      const mine = new Set(record.lists[key] ?? []);
+      // `*` throttles every replica already; an entry already there is someone else's, unless ours.
+      const fresh = there.has("*") ? [] : added.filter((e) => !there.has(e) || mine.has(e));
       if (fresh.length) {
-        appends.set(topic, fresh);
-        record.replicas[topic] = [...(record.replicas[topic] ?? []), ...fresh];
-      } else appends.delete(topic);
+        appends.set(key, fresh);
+        record.lists[key] = [...new Set([...mine, ...fresh])];
+      } else appends.delete(key);
     }
-    const topics = [...new Set([...appends.keys(), ...subtracts.keys()])].sort();
-    const changes: ConfigChange[] = topics.map((topic) => ({
-      resource: { type: "topic", name: topic },
-      configs: deletes.has(topic)
-        ? [{ name: FOLLOWER_REPLICAS, op: "delete" as const }]
-        : [
-            ...(appends.has(topic)
-              ? [{ name: FOLLOWER_REPLICAS, op: "append" as const, value: appends.get(topic)?.join(",") }]
-              : []),
-            ...(subtracts.has(topic)
-              ? [{ name: FOLLOWER_REPLICAS, op: "subtract" as const, value: subtracts.get(topic)?.join(",") }]
-              : []),
-          ],
-    }));
-    const results = await step.alter(changes);
+
+    const keys = [...new Set([...appends.keys(), ...subtracts.keys()])].sort();
+    const byTopic = new Map<string, ConfigChange>();
+    for (const key of keys) {
+      const { config, name: topic } = splitKey(key);
+      const change = byTopic.get(topic) ?? { resource: { type: "topic", name: topic }, configs: [] };
+      byTopic.set(topic, change);
+      if (deletes.has(key)) change.configs.push({ name: config, op: "delete" });
+      else {
+        const add = appends.get(key);
+        const remove = subtracts.get(key);
+        if (add) change.configs.push({ name: config, op: "append", value: add.join(",") });
+        if (remove) change.configs.push({ name: config, op: "subtract", value: remove.join(",") });
+      }
+    }
+    const results = await step.alter([...byTopic.values()]);
     for (const result of results) {
       const topic = result.resource.name;
       // A topic deleted since holds nothing of ours any more.
       const gone = result.errorCode === ERROR_UNKNOWN_TOPIC;
       if (result.errorCode !== 0 && !gone) continue;
-      const removed = new Set(gone ? (record.replicas[topic] ?? []) : (subtracts.get(topic) ?? []));
-      const left = (record.replicas[topic] ?? []).filter((e) => !removed.has(e));
-      if (left.length) record.replicas[topic] = left;
-      else delete record.replicas[topic];
+      for (const key of keys) {
+        if (splitKey(key).name !== topic) continue;
+        const removed = new Set(gone ? (record.lists[key] ?? []) : (subtracts.get(key) ?? []));
+        const left = (record.lists[key] ?? []).filter((e) => !removed.has(e));
+        if (left.length) record.lists[key] = left;
+        else delete record.lists[key];
+      }
     }
-    if (!step.dryRun) await step.save();
+    await step.save();
   }
 
   /** Deletes a rate set here, if it still holds the value set here; then forgets it either way. */
-  private async liftRate(broker: number, record: ThrottleRecord, step: Steps): Promise<void> {
-    const mine = record.brokers[broker] as ThrottleRecord["brokers"][string];
-    const current = (await this.kafka.describeBrokerConfigs(broker, [FOLLOWER_RATE])).get(FOLLOWER_RATE);
+  private async liftRate(key: string, record: ThrottleRecord, step: Steps): Promise<void> {
+    const mine = record.rates[key] as ThrottleRecord["rates"][string];
+    const { config, name } = splitKey(key);
+    const broker = Number(name);
+    const current = (await this.kafka.describeBrokerConfigs(broker, [config])).get(config);
     if (current?.source === "broker" && Number(current.value) === mine.rateBytesPerSecond) {
       const change: ConfigChange = {
-        resource: { type: "broker", name: String(broker) },
-        configs: [{ name: FOLLOWER_RATE, op: "delete" }],
+        resource: { type: "broker", name },
+        configs: [{ name: config, op: "delete" }],
       };
       const [result] = await step.alter([change], broker);
       if (result && result.errorCode !== 0) return;
     }
-    delete record.brokers[broker];
-    step.report.lifted.push(broker);
-    if (!step.dryRun) await step.save();
+    delete record.rates[key];
+    await step.save();
   }
 
   private async loaded(): Promise<ThrottleRecord> {
@@ -232,6 +360,7 @@ class Steps {
     readonly report: ThrottleReport,
     readonly dryRun: boolean,
     private readonly kafka: ThrottleKafka,
+    private readonly record: ThrottleRecord,
     readonly save: () => Promise<void>,
   ) {}
 
@@ -244,7 +373,10 @@ class Steps {
     }
   }
 
-  /** Saves the record, then sends the changes (or lists them, on a dry run); per-resource errors reported. */
+  /**
+   * Marks the record unconfirmed and saves it, then sends the changes (or lists them, on a dry run);
+   * each resource's error is reported.
+   */
   async alter(changes: ConfigChange[], brokerId?: number): Promise<ConfigChangeResult[]> {
     for (const change of changes)
       for (const config of change.configs)
@@ -252,6 +384,7 @@ class Steps {
           `${change.resource.type} ${change.resource.name}: ${config.op} ${config.name}${config.value === undefined ? "" : `=${config.value}`}`,
         );
     if (this.dryRun) return changes.map(({ resource }) => ({ resource, errorCode: 0, errorMessage: null }));
+    this.record.unconfirmed = true;
     await this.save();
     const results = await this.kafka.alterConfigs(changes, brokerId);
     for (const r of results)

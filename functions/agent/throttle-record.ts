@@ -4,15 +4,18 @@ import * as z from "zod";
 
 /**
  * What the agent set on a cluster for catch-up pacing, kept so that it can be lifted by the same hand
- * after a crash: per broker the rate it set and since when, per topic the throttled-replica entries it
- * appended.
+ * after a crash: each rate it set (`config@broker`) with its value, each list entry it appended
+ * (`config@topic`), and since when it has throttled each broker catching up.
  */
 export const ThrottleRecord = z.object({
-  brokers: z.record(
-    z.string().regex(/^\d+$/),
-    z.object({ rateBytesPerSecond: z.number().int().min(1), sinceMs: z.number().int().min(0) }),
+  rates: z.record(
+    z.string().regex(/^[a-z.]+@\d+$/),
+    z.object({ rateBytesPerSecond: z.number().int().min(1) }),
   ),
-  replicas: z.record(z.string(), z.array(z.string().regex(/^\d+:\d+$/))),
+  lists: z.record(z.string().regex(/^[a-z.]+@.+$/), z.array(z.string().regex(/^\d+:\d+$/))),
+  throttlingSinceMs: z.record(z.string().regex(/^\d+$/), z.number().int().min(0)),
+  /** Set before changes are sent, cleared once a run's changes all went through: else sent again. */
+  unconfirmed: z.boolean().optional(),
 });
 export type ThrottleRecord = z.infer<typeof ThrottleRecord>;
 
@@ -21,7 +24,7 @@ export interface ThrottleRecordStore {
   save(record: ThrottleRecord): Promise<void>;
 }
 
-export const EMPTY_RECORD: ThrottleRecord = { brokers: {}, replicas: {} };
+export const EMPTY_RECORD: ThrottleRecord = { rates: {}, lists: {}, throttlingSinceMs: {} };
 
 /**
  * The record as a JSON file in the agent's data directory, replaced whole by a rename so that a crash

@@ -48,13 +48,13 @@ function catchUpParts(c: NonNullable<RunReport["catchUp"]>, dryRun: boolean): st
       `catch-up throttled: ${c.throttled
         .map(
           (t) =>
-            `broker ${t.broker} at ${formatRate(t.rateBytesPerSecond)} on ${t.replicas} replicas since ${new Date(t.sinceMs).toISOString().slice(11, 19)}`,
+            `broker ${t.broker} at ${formatRate(t.rateBytesPerSecond)} on ${t.replicas} replicas (${t.side} side) since ${new Date(t.sinceMs).toISOString().slice(11, 19)}`,
         )
         .join(", ")}`,
     );
   if (c.lifted.length) parts.push(`catch-up throttle lifted: broker ${c.lifted.join(", broker ")}`);
   for (const b of c.leftAlone)
-    parts.push(`broker ${b.broker}: its own replication throttle (${b.rate} B/s, ${b.source}) left as it is`);
+    parts.push(`broker ${b.broker}: its own ${b.config} (${b.rate} B/s, ${b.source}) left as it is`);
   if (dryRun && c.changes.length) {
     const listed = c.changes.slice(0, 4).join("; ");
     parts.push(`would change ${listed}${c.changes.length > 4 ? `; … ${c.changes.length - 4} more` : ""}`);

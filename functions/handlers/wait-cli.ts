@@ -1,7 +1,8 @@
 import { parseArgs } from "node:util";
-import { FOLLOWER_RATE } from "../agent/catch-up-throttle.ts";
+import { FOLLOWER_RATE, LEADER_RATE } from "../agent/catch-up-throttle.ts";
 import { ClientPropertiesError } from "../agent/client-properties.ts";
 import { type ProgressSample, type Readiness, readinessOf, timeLeftMs } from "../agent/readiness.ts";
+import type { ClusterRead } from "../agent/snapshot.ts";
 import { formatRate, formatSpan } from "../format/text.ts";
 import { type KafkaAdminClient, KafkaConnectError } from "../kafka/admin.ts";
 import { adminClientOf, bootstrapServersOf, readCluster, UsageError } from "./kafka-args.ts";
@@ -28,7 +29,11 @@ export function parseDuration(text: string): number | null {
  * One progress line: where the broker stands, what it waits for, the replication throttle its
  * catch-up runs under (the pacer's or anyone's), and the time left at its pace.
  */
-export function progressLine(r: Readiness, leftMs: number | null, throttleBytesPerSecond?: number): string {
+export function progressLine(
+  r: Readiness,
+  leftMs: number | null,
+  throttle?: { bytesPerSecond: number; side: "follower" | "leader" },
+): string {
   const standing = !r.registered ? "not registered" : r.fenced ? "fenced" : "unfenced";
   const stage =
     !r.registered || r.fenced
@@ -41,7 +46,9 @@ export function progressLine(r: Readiness, leftMs: number | null, throttleBytesP
   const percent = r.preferred > 0 ? ` (${((100 * r.leading) / r.preferred).toFixed(1)} %)` : "";
   const left = leftMs === null || stage === "ready" ? "" : `, ~${formatSpan(leftMs)} left`;
   const throttled =
-    throttleBytesPerSecond === undefined ? "" : `, throttled at ${formatRate(throttleBytesPerSecond)}`;
+    throttle === undefined
+      ? ""
+      : `, throttled at ${formatRate(throttle.bytesPerSecond)}${throttle.side === "leader" ? " by its leaders" : ""}`;
   return `broker ${r.broker}: ${standing}, in sync ${r.inSync} / ${r.hosted}, leading ${r.leading} / ${r.preferred}${percent}, needs ${r.leadingNeeded}: ${stage}${throttled}${left}`;
 }
 
@@ -87,11 +94,31 @@ export async function waitCommand(argv: string[]): Promise<number> {
   }
 }
 
-/** The broker's follower replication rate, if one is in place; a broker that cannot say has none to show. */
-async function followerThrottle(kafka: KafkaAdminClient, broker: number): Promise<number | undefined> {
-  try {
-    const rate = (await kafka.describeBrokerConfigs(broker, [FOLLOWER_RATE])).get(FOLLOWER_RATE);
+/**
+ * The replication throttle the broker's catch-up runs under, whoever set it: its own follower rate, or
+ * else the leader rates of the brokers leading its replicas behind, added up. A broker that cannot say
+ * has none to show.
+ */
+async function catchUpThrottle(
+  kafka: KafkaAdminClient,
+  read: ClusterRead,
+  broker: number,
+): Promise<{ bytesPerSecond: number; side: "follower" | "leader" } | undefined> {
+  const rateOf = async (id: number, name: string) => {
+    const rate = (await kafka.describeBrokerConfigs(id, [name])).get(name);
     return rate && rate.source !== "default" && rate.value !== null ? Number(rate.value) : undefined;
+  };
+  try {
+    const own = await rateOf(broker, FOLLOWER_RATE);
+    if (own !== undefined) return { bytesPerSecond: own, side: "follower" };
+    const leaders = new Set(
+      read.partitions
+        .filter((p) => p.replicas.includes(broker) && !p.isr.includes(broker) && p.leader >= 0)
+        .map((p) => p.leader),
+    );
+    let total = 0;
+    for (const leader of leaders) total += (await rateOf(leader, LEADER_RATE)) ?? 0;
+    return total > 0 ? { bytesPerSecond: total, side: "leader" } : undefined;
   } catch {
     return undefined;
   }
@@ -112,7 +139,7 @@ async function waitForBroker(
       lastFailure = "";
       samples.push({ atMs: Date.now(), inSync: last.inSync, leading: last.leading });
       const catchingUp = last.registered && !last.fenced && last.inSync < last.hosted;
-      const throttle = catchingUp ? await followerThrottle(kafka, options.broker) : undefined;
+      const throttle = catchingUp ? await catchUpThrottle(kafka, read, options.broker) : undefined;
       console.log(progressLine(last, timeLeftMs(samples, last), throttle));
       if (last.ready) return 0;
     } catch (error) {

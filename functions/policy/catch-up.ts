@@ -5,13 +5,19 @@ import { activityOf, guardOf } from "./eligibility.ts";
 
 /**
  * Extension (catch-up pacing): while an active broker hosts replicas outside the ISR, its catch-up is
- * throttled to `pacer.catch.up.replication.throttled.rate` bytes/s, on exactly those replicas.
+ * held to `pacer.catch.up.replication.throttled.rate` bytes/s with Kafka's replication quota, on
+ * exactly those replicas, on the side `pacer.catch.up.replication.throttled.side` names.
  *
- * Why these replicas and no others: Kafka's follower throttle (`ReplicaFetcherThread.
- * shouldFollowerThrottle`) leaves a listed partition out of the fetch only while it is not caught up,
- * but every listed partition's bytes count against the quota; listing only the replicas still
- * catching up keeps the partitions the broker is in sync on, whose fetches `acks=all` producers wait
- * for, out of the quota altogether.
+ * Why these replicas and no others: every listed partition's bytes count against the quota, so
+ * listing `*` would let the partitions the broker is in sync on, whose fetches `acks=all` producers
+ * wait for, use it up.
+ *
+ * Either side spares the partitions the broker is in sync on: the leader withholds a partition's data
+ * only from a follower outside its ISR (`ReplicaManager.shouldLeaderThrottle`), and the follower leaves
+ * out of its fetch only a partition it is behind on by the last answer's high watermark
+ * (`ReplicaFetcherThread.shouldFollowerThrottle`), which an ISR member never is. On the leader side the
+ * rate is per leader: the broker's rate is shared among the leaders of its replicas behind, by how
+ * many of them each leads.
  *
  * Only active brokers: a fenced or offline broker fetches nothing, and Kafka takes a broker's own
  * dynamic config only through a request sent to that broker. Partitions being reassigned or deleted
@@ -22,27 +28,60 @@ import { activityOf, guardOf } from "./eligibility.ts";
 export function catchUpThrottles(snapshot: Snapshot, config: EffectiveConfig): CatchUpThrottle[] {
   const rateBytesPerSecond = config["pacer.catch.up.replication.throttled.rate"];
   if (rateBytesPerSecond === 0) return [];
+  const side = config["pacer.catch.up.replication.throttled.side"];
   const listed = new Map(snapshot.brokers.map((broker) => [broker.id, broker]));
-  /** broker → topic → partitions it is catching up on, in snapshot order. */
-  const behind = new Map<number, Map<string, number[]>>();
+  /** broker behind → its replicas behind, each with the partition's leader, in snapshot order. */
+  const behind = new Map<number, { topic: string; partition: number; leader: number }[]>();
   for (const partition of snapshot.partitions) {
     if (guardOf(partition) !== null || partition.leader === -1) continue;
     for (const replica of partition.replicas) {
       if (partition.isr.includes(replica) || activityOf(listed.get(replica)) !== "active") continue;
-      const topics = behind.get(replica) ?? new Map<string, number[]>();
-      behind.set(replica, topics);
-      const partitions = topics.get(partition.topic) ?? [];
-      topics.set(partition.topic, partitions);
-      partitions.push(partition.partition);
+      const replicas = behind.get(replica) ?? [];
+      behind.set(replica, replicas);
+      replicas.push({ topic: partition.topic, partition: partition.partition, leader: partition.leader });
     }
   }
   return [...behind]
     .sort(([a], [b]) => a - b)
-    .map(([broker, topics]) => {
-      const replicas = [...topics]
-        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-        .map(([topic, partitions]) => ({ topic, partitions: partitions.sort((a, b) => a - b) }));
-      const outOfSync = replicas.reduce((sum, r) => sum + r.partitions.length, 0);
-      return { broker, rateBytesPerSecond, outOfSync, replicas };
-    });
+    .map(([broker, replicas]) => ({
+      broker,
+      rateBytesPerSecond,
+      outOfSync: replicas.length,
+      replicas: byTopic(replicas),
+      side,
+      leaders: side === "leader" ? leaderShares(replicas, rateBytesPerSecond) : [],
+    }));
+}
+
+/** Each leader's share of the rate, by how many of the replicas behind it leads (at least 1 byte/s). */
+function leaderShares(
+  replicas: { topic: string; partition: number; leader: number }[],
+  rateBytesPerSecond: number,
+): CatchUpThrottle["leaders"] {
+  const byLeader = new Map<number, { topic: string; partition: number }[]>();
+  for (const replica of replicas) {
+    const led = byLeader.get(replica.leader) ?? [];
+    byLeader.set(replica.leader, led);
+    led.push(replica);
+  }
+  return [...byLeader]
+    .sort(([a], [b]) => a - b)
+    .map(([broker, led]) => ({
+      broker,
+      rateBytesPerSecond: Math.max(1, Math.floor((rateBytesPerSecond * led.length) / replicas.length)),
+      replicas: byTopic(led),
+    }));
+}
+
+/** Partitions grouped by topic: topics in ordinal order, partitions ascending. */
+function byTopic(replicas: { topic: string; partition: number }[]): CatchUpThrottle["replicas"] {
+  const topics = new Map<string, number[]>();
+  for (const { topic, partition } of replicas) {
+    const partitions = topics.get(topic) ?? [];
+    topics.set(topic, partitions);
+    partitions.push(partition);
+  }
+  return [...topics]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([topic, partitions]) => ({ topic, partitions: partitions.sort((a, b) => a - b) }));
 }

@@ -82,6 +82,11 @@ describe("whether a restarted broker is back", () => {
     expect(progressLine(ramping, 30_000)).toBe(
       "broker 2: unfenced, in sync 30 / 30, leading 4 / 10 (40.0 %), needs 10: ramping, ~0m 30s left",
     );
+    // A catch-up under a replication throttle says so, and whose it is.
+    const behind = readinessOf(cluster({ inSync: 20, leads: 0 }), 2, 99);
+    expect(progressLine(behind, 10_000, { bytesPerSecond: 2_000_000, side: "leader" })).toBe(
+      "broker 2: unfenced, in sync 20 / 30, leading 0 / 10 (0.0 %), needs 10: catching up (its leadership waits), throttled at 2.0 MB/s by its leaders, ~0m 10s left",
+    );
   });
 
   it("reads durations as an operator writes them", () => {

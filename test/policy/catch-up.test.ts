@@ -4,8 +4,9 @@ import { partition, run, snapshotOf, WAIT_FOR_SYNC } from "../support/cluster.ts
 
 /**
  * The extension `pacer.catch.up.replication.throttled.rate`: while an active broker hosts replicas
- * outside the ISR, the answer names it, those replicas and the rate, for the agent to set as Kafka's
- * follower replication throttle; a broker in sync everywhere is not named, so its throttle is lifted.
+ * outside the ISR, the answer names it, those replicas, the rate and where Kafka's replication quota
+ * holds it (its leaders, each with its share, or the broker itself); a broker in sync everywhere is not
+ * named, so its throttle is lifted.
  */
 const MB = 1_000_000;
 const CATCH_UP: ConfigOverrides = { ...WAIT_FOR_SYNC, "pacer.catch.up.replication.throttled.rate": 2 * MB };
@@ -28,7 +29,7 @@ describe("catch-up pacing (extension)", () => {
     expect(answer.metrics.catchUpThrottledBrokerCount).toBe(0);
   });
 
-  it("throttles a broker back from a restart on exactly the replicas it is catching up on", () => {
+  it("throttles a broker back from a restart on exactly the replicas it is catching up on, on their leaders by default", () => {
     const answer = run(broker1Behind(), CATCH_UP);
     expect(answer.catchUpThrottles).toEqual([
       {
@@ -39,9 +40,43 @@ describe("catch-up pacing (extension)", () => {
           { topic: "audit", partitions: [0] },
           { topic: "orders", partitions: [1, 2] },
         ],
+        side: "leader",
+        // orders-1 and -2 and audit-0 are all led by broker 2: it holds the whole rate.
+        leaders: [
+          {
+            broker: 2,
+            rateBytesPerSecond: 2 * MB,
+            replicas: [
+              { topic: "audit", partitions: [0] },
+              { topic: "orders", partitions: [1, 2] },
+            ],
+          },
+        ],
       },
     ]);
     expect(answer.metrics.catchUpThrottledBrokerCount).toBe(1);
+  });
+
+  it("shares the rate among the leaders by the replicas each leads", () => {
+    const snapshot = snapshotOf([
+      partition("t", 0, [2, 1], { isr: [2] }),
+      partition("t", 1, [3, 1], { isr: [3] }),
+      partition("t", 2, [3, 1], { isr: [3] }),
+      partition("t", 3, [3, 1], { isr: [3] }),
+    ]);
+    const [throttle] = run(snapshot, CATCH_UP).catchUpThrottles;
+    expect(throttle?.leaders.map((l) => [l.broker, l.rateBytesPerSecond])).toEqual([
+      [2, 0.5 * MB],
+      [3, 1.5 * MB],
+    ]);
+  });
+
+  it("on the follower side, holds the broker itself and names no leaders", () => {
+    const [throttle] = run(broker1Behind(), {
+      ...CATCH_UP,
+      "pacer.catch.up.replication.throttled.side": "follower",
+    }).catchUpThrottles;
+    expect(throttle).toMatchObject({ broker: 1, side: "follower", leaders: [], outOfSync: 3 });
   });
 
   it("names no broker once it is in sync everywhere, so that its throttle is lifted", () => {
@@ -71,7 +106,7 @@ describe("catch-up pacing (extension)", () => {
       partition("orders", 2, [1, 2, 3], { leader: -1, isr: [] }),
       partition("orders", 3, [1, 2, 3], { leader: 2, isr: [2, 3] }),
     ]);
-    expect(run(snapshot, CATCH_UP).catchUpThrottles).toEqual([
+    expect(run(snapshot, CATCH_UP).catchUpThrottles).toMatchObject([
       {
         broker: 1,
         rateBytesPerSecond: 2 * MB,

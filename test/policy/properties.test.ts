@@ -63,6 +63,7 @@ const configArb: fc.Arbitrary<ConfigOverrides> = fc.record({
   "leader.imbalance.election.throttle.interval.ms": fc.constantFrom(0, 0, 700, 3000),
   "leader.imbalance.election.internal.topics.last": fc.boolean(),
   "pacer.catch.up.replication.throttled.rate": fc.constantFrom(0, 1_000_000),
+  "pacer.catch.up.replication.throttled.side": fc.constantFrom("leader", "follower"),
 });
 
 const stepsArb = fc.array(
@@ -276,6 +277,24 @@ describe("policy invariants", () => {
           const throttled = answer.catchUpThrottles.flatMap((t) => {
             expect(t.rateBytesPerSecond).toBe(rate);
             expect(t.outOfSync).toBe(t.replicas.reduce((n, r) => n + r.partitions.length, 0));
+            // Leader side: each replica behind is held by its partition's leader, the shares within the rate.
+            if (t.side === "leader") {
+              const held = t.leaders.flatMap((l) =>
+                l.replicas.flatMap((r) =>
+                  r.partitions.map((p) => {
+                    const partition = snapshot.partitions.find(
+                      (q) => q.topic === r.topic && q.partition === p,
+                    );
+                    expect(partition?.leader).toBe(l.broker);
+                    return `${r.topic}/${p}`;
+                  }),
+                ),
+              );
+              const behind = t.replicas.flatMap((r) => r.partitions.map((p) => `${r.topic}/${p}`));
+              expect(held.sort()).toEqual(behind.sort());
+              const shares = t.leaders.reduce((n, l) => n + l.rateBytesPerSecond, 0);
+              expect(shares).toBeLessThanOrEqual(Math.max(rate, t.leaders.length));
+            } else expect(t.leaders).toEqual([]);
             return t.replicas.flatMap((r) => r.partitions.map((p) => `${t.broker}/${r.topic}/${p}`));
           });
           expect(throttled.length).toBe(expected.size);
