@@ -140,7 +140,12 @@ async function agent(values: {
     const pacer = await connectToPacer(values, kafka, cleanups);
     // Read at start, so that an unreadable record stops the agent before it sets anything.
     const catchUp = new CatchUpThrottler(kafka, new FileThrottleRecord(values["data-dir"]));
-    await catchUp.holdsAny();
+    try {
+      await catchUp.holdsAny();
+    } catch (error) {
+      console.error(`pacer agent: ${(error as Error).message}; nothing elected`);
+      return 1;
+    }
 
     const metrics = new AgentMetrics();
     if (metricsPort !== undefined) {
