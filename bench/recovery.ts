@@ -188,19 +188,19 @@ const VARIANTS: Variant[] = [
   },
   ...CATCH_UP_RATES_MBIT.map((mbit, i) => ({
     id: i === 0 ? 6 : 60 + i,
-    label: `pacer agent, and catch-up pacing at ${mbit} Mbit/s (leader side)`,
+    label: `pacer agent, and catch-up pacing at ${mbit} Mbit/s`,
     controller: { "auto.leader.rebalance.enable": false },
     agent: { ...README_PACING, "pacer.catch.up.replication.throttled.rate": Math.round((mbit * 1e6) / 8) },
     leadershipReturns: true,
   })),
   {
     id: 8,
-    label: `pacer agent, and catch-up pacing at ${CATCH_UP_RATES_MBIT[0]} Mbit/s on the follower side`,
+    label: `pacer agent, and catch-up pacing at ${CATCH_UP_RATES_MBIT[0]} Mbit/s on the leader side`,
     controller: { "auto.leader.rebalance.enable": false },
     agent: {
       ...README_PACING,
       "pacer.catch.up.replication.throttled.rate": Math.round(((CATCH_UP_RATES_MBIT[0] as number) * 1e6) / 8),
-      "pacer.catch.up.replication.throttled.side": "follower",
+      "pacer.catch.up.replication.throttled.side": "leader",
     },
     leadershipReturns: true,
   },

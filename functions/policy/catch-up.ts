@@ -6,7 +6,8 @@ import { activityOf, guardOf } from "./eligibility.ts";
 /**
  * Extension (catch-up pacing): while an active broker hosts replicas outside the ISR, its catch-up is
  * held to `pacer.catch.up.replication.throttled.rate` bytes/s with Kafka's replication quota, on
- * exactly those replicas, on the side `pacer.catch.up.replication.throttled.side` names.
+ * exactly those replicas, on the side `pacer.catch.up.replication.throttled.side` names: the broker
+ * itself by default, which on the load-test bed held producers back far less than its leaders did.
  *
  * Why these replicas and no others: every listed partition's bytes count against the quota, so
  * listing `*` would let the partitions the broker is in sync on, whose fetches `acks=all` producers

@@ -29,8 +29,11 @@ describe("catch-up pacing (extension)", () => {
     expect(answer.metrics.catchUpThrottledBrokerCount).toBe(0);
   });
 
-  it("throttles a broker back from a restart on exactly the replicas it is catching up on, on their leaders by default", () => {
-    const answer = run(broker1Behind(), CATCH_UP);
+  it("throttles a broker back from a restart on exactly the replicas it is catching up on, on the leader side their leaders", () => {
+    const answer = run(broker1Behind(), {
+      ...CATCH_UP,
+      "pacer.catch.up.replication.throttled.side": "leader",
+    });
     expect(answer.catchUpThrottles).toEqual([
       {
         broker: 1,
@@ -64,18 +67,18 @@ describe("catch-up pacing (extension)", () => {
       partition("t", 2, [3, 1], { isr: [3] }),
       partition("t", 3, [3, 1], { isr: [3] }),
     ]);
-    const [throttle] = run(snapshot, CATCH_UP).catchUpThrottles;
+    const [throttle] = run(snapshot, {
+      ...CATCH_UP,
+      "pacer.catch.up.replication.throttled.side": "leader",
+    }).catchUpThrottles;
     expect(throttle?.leaders.map((l) => [l.broker, l.rateBytesPerSecond])).toEqual([
       [2, 0.5 * MB],
       [3, 1.5 * MB],
     ]);
   });
 
-  it("on the follower side, holds the broker itself and names no leaders", () => {
-    const [throttle] = run(broker1Behind(), {
-      ...CATCH_UP,
-      "pacer.catch.up.replication.throttled.side": "follower",
-    }).catchUpThrottles;
+  it("by default on the follower side: holds the broker itself and names no leaders", () => {
+    const [throttle] = run(broker1Behind(), CATCH_UP).catchUpThrottles;
     expect(throttle).toMatchObject({ broker: 1, side: "follower", leaders: [], outOfSync: 3 });
   });
 

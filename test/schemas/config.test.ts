@@ -18,7 +18,7 @@ describe("configuration", () => {
       "leader.imbalance.election.max.per.run": 1000,
       "leader.imbalance.election.throttle.interval.ms": 0,
       "pacer.catch.up.replication.throttled.rate": 0,
-      "pacer.catch.up.replication.throttled.side": "leader",
+      "pacer.catch.up.replication.throttled.side": "follower",
       "pacer.tick.enabled": false,
       "pacer.snapshot.max.age.ms": 120_000,
     });
