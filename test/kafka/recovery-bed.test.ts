@@ -15,7 +15,8 @@ import { measureTransfer } from "../../devkit/recovery-bed/transfer.ts";
 /**
  * The recovery bench's testbed (devkit/recovery-bed/) and the bench itself, in miniature: namespaces
  * come up, a shaped link carries its set rate, and `bench:recovery --mini` runs variants 2 (Kafka's
- * balancer every 5 s), 4 (`pacer agent`) and 5 (with the max-lag-bytes gate) end to end on Apache Kafka 4.4.0. The figures of a
+ * balancer every 5 s), 4 (`pacer agent`), 5 (with the max-lag-bytes gate) and 6 (with catch-up pacing)
+ * end to end on Apache Kafka 4.4.0. The figures of a
  * miniature mean nothing; the full bench (README) is what measures.
  */
 
@@ -49,7 +50,7 @@ describe.skipIf(unavailable)(`the recovery testbed${unavailable ? ` (skipped: ${
     }
   });
 
-  it("runs a miniature of variants 2, 4 and 5 end to end and reports them", () => {
+  it("runs a miniature of variants 2, 4, 5 and 6 end to end and reports them", () => {
     const run = spawnSync(
       process.execPath,
       [
@@ -58,13 +59,13 @@ describe.skipIf(unavailable)(`the recovery testbed${unavailable ? ` (skipped: ${
         "bench/recovery.ts",
         "--mini",
         "--variants",
-        "2,4,5",
+        "2,4,5,6",
         "--rate-mbit",
         "30",
         "--out",
         out,
       ],
-      { encoding: "utf8", timeout: 540_000 },
+      { encoding: "utf8", timeout: 660_000 },
     );
     expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
     const shaping = JSON.parse(readFileSync(join(out, "shaping.json"), "utf8"));
@@ -72,7 +73,7 @@ describe.skipIf(unavailable)(`the recovery testbed${unavailable ? ` (skipped: ${
     within(shaping.ingress, 30, 0.2);
     const results = JSON.parse(readFileSync(join(out, "results.json"), "utf8"));
     expect(results.kafka).toBe("4.4.0");
-    expect(results.variants.map((v: { id: number }) => v.id)).toEqual([2, 4, 5]);
+    expect(results.variants.map((v: { id: number }) => v.id)).toEqual([2, 4, 5, 6]);
     for (const v of results.variants) {
       expect(v.windows.steady.count).toBeGreaterThan(1000);
       expect(v.windows.recovery.count).toBeGreaterThan(1000);
@@ -87,6 +88,13 @@ describe.skipIf(unavailable)(`the recovery testbed${unavailable ? ` (skipped: ${
     }
     for (const v of results.variants)
       expect(v.loadSteadyAfterMs, `variant ${v.id}'s load settled`).not.toBeNull();
+    // 6: the agent throttled broker 1's catch-up while it was behind, and lifted it at the end.
+    const runs = readFileSync(join(out, "agent-6.ndjson"), "utf8")
+      .split("\n")
+      .map((line) => JSON.parse(line) as { catchUp?: { throttled: { broker: number }[]; lifted: number[] } });
+    expect(runs.some((r) => r.catchUp?.throttled.some((t) => t.broker === 1))).toBe(true);
+    expect(runs.some((r) => r.catchUp?.lifted.includes(1))).toBe(true);
+    expect(results.variants.find((v: { id: number }) => v.id === 6).catchUpMs).not.toBeNull();
     for (const file of [
       "p99-per-5s.csv",
       "leadership.csv",
@@ -95,10 +103,11 @@ describe.skipIf(unavailable)(`the recovery testbed${unavailable ? ` (skipped: ${
       "unread.csv",
       "p99.svg",
       "leadership.svg",
+      "tradeoff.svg",
     ])
       expect(readFileSync(join(out, file), "utf8").length).toBeGreaterThan(100);
     const table = readFileSync(join(out, "table.md"), "utf8").split("\n");
-    expect(table[0]).toMatch(/^\| +\| 2\. .+ \| 4\. .+ \| 5\. .+ \|$/);
-    expect(table.find((l) => l.startsWith("| recovery P99 ms"))?.split("|").length).toBe(6);
-  });
+    expect(table[0]).toMatch(/^\| +\| 2\. .+ \| 4\. .+ \| 5\. .+ \| 6\. .+ \|$/);
+    expect(table.find((l) => l.startsWith("| recovery P99 ms"))?.split("|").length).toBe(7);
+  }, 720_000);
 });
