@@ -86,3 +86,24 @@ function byTopic(replicas: { topic: string; partition: number }[]): CatchUpThrot
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([topic, partitions]) => ({ topic, partitions: partitions.sort((a, b) => a - b) }));
 }
+
+/**
+ * While a broker is down with replicas behind (a restart in progress), the next run comes within this
+ * long, so that its throttle is set as soon as it is back rather than a check interval later: the
+ * catch-up's first seconds are the ones at the link's full speed.
+ */
+export const CATCH_UP_WATCH_MS = 1000;
+
+/** Whether some broker that is not active hosts replicas outside the ISR of a led, unguarded partition. */
+export function catchUpAwaited(snapshot: Snapshot, config: EffectiveConfig): boolean {
+  if (config["pacer.catch.up.replication.throttled.rate"] === 0) return false;
+  const listed = new Map(snapshot.brokers.map((broker) => [broker.id, broker]));
+  return snapshot.partitions.some(
+    (partition) =>
+      guardOf(partition) === null &&
+      partition.leader !== -1 &&
+      partition.replicas.some(
+        (replica) => !partition.isr.includes(replica) && activityOf(listed.get(replica)) !== "active",
+      ),
+  );
+}

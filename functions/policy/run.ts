@@ -2,7 +2,7 @@ import type { BrokerRow, GateReason, PartitionDisposition, RunAnswer } from "../
 import type { EffectiveConfig } from "../../schemas/config.ts";
 import type { Partition, Snapshot } from "../../schemas/snapshot.ts";
 import type { GateEntry, PacerState } from "../../schemas/state.ts";
-import { catchUpThrottles } from "./catch-up.ts";
+import { CATCH_UP_WATCH_MS, catchUpAwaited, catchUpThrottles } from "./catch-up.ts";
 import { preferredReplicaOf } from "./eligibility.ts";
 import { type GateStep, isOverMaxLagBytes, isOverThreshold, type OverReason, stepGate } from "./gate.ts";
 import { roundRobin } from "./round-robin.ts";
@@ -289,7 +289,9 @@ function answerOf(
     elections: run.elections,
     kafkaLeaderElection: { partitions: run.elections.map(({ topic, partition }) => ({ topic, partition })) },
     moreWorkRemains: run.moreWorkRemains,
-    nextDelayMs: run.nextDelayMs,
+    nextDelayMs: catchUpAwaited(snapshot, config)
+      ? Math.min(run.nextDelayMs, CATCH_UP_WATCH_MS)
+      : run.nextDelayMs,
     deferred: run.deferred,
     brokers,
     catchUpThrottles: throttles,

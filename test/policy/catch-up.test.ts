@@ -146,6 +146,20 @@ describe("catch-up pacing (extension)", () => {
     expect(disabled.catchUpThrottles.map((t) => t.broker)).toEqual([1]);
   });
 
+  it("asks again within a second while a broker with replicas behind is down, to throttle it as soon as it is back", () => {
+    const down = snapshotOf(
+      [partition("orders", 0, [1, 2, 3], { leader: 2, isr: [2, 3] }), partition("orders", 1, [2, 1, 3])],
+      [{ id: 1, fenced: true }],
+    );
+    const config = { ...CATCH_UP, "leader.imbalance.check.interval.seconds": 300 };
+    expect(run(down, config).nextDelayMs).toBe(1000);
+    // Off, or the broker back (now throttled), or nothing behind: the proposal's schedule.
+    expect(run(down, WAIT_FOR_SYNC).nextDelayMs).toBe(300_000);
+    expect(run(broker1Behind(), config).nextDelayMs).toBe(300_000);
+    const inSync = snapshotOf([partition("orders", 0, [1, 2, 3])], [{ id: 1, fenced: true }]);
+    expect(run(inSync, config).nextDelayMs).toBe(300_000);
+  });
+
   it("changes nothing of the elections, the gate or the state", () => {
     const without = run(broker1Behind(), WAIT_FOR_SYNC);
     const withThrottle = run(broker1Behind(), CATCH_UP);
