@@ -471,10 +471,7 @@ async function runVariant(
       stoppedAtMs,
       unfencedAtMs,
       reachedAtMs,
-      // The last partition whose ISR broker 1 rejoined: from then on it is in every ISR.
-      inSyncAtMs: watcher.isrChanges.findLast(
-        (c) => c.broker === RECOVERING && c.joined && c.atMs >= unfencedAtMs,
-      )?.atMs,
+      inSyncAtMs: backInEveryIsrAtMs(watcher.isrChanges, unfencedAtMs),
       endAtMs,
       bulk,
       load: report,
@@ -498,6 +495,23 @@ async function runVariant(
     link.stop();
     unread.stop();
   }
+}
+
+/**
+ * When broker 1 was back in the ISR of every partition it hosts, from the ISR changes the watcher saw
+ * (the cluster was whole when it started watching): undefined while some partition was still without it.
+ */
+function backInEveryIsrAtMs(changes: IsrChange[], unfencedAtMs: number): number | undefined {
+  const out = new Set<string>();
+  let atMs: number | undefined;
+  for (const c of changes) {
+    if (c.broker !== RECOVERING) continue;
+    const key = `${c.topic}\u0000${c.partition}`;
+    if (c.joined) out.delete(key);
+    else out.add(key);
+    if (c.atMs >= unfencedAtMs) atMs = out.size === 0 ? (atMs ?? c.atMs) : undefined;
+  }
+  return out.size === 0 ? atMs : undefined;
 }
 
 function countBy(values: string[]): Record<string, number> {
