@@ -274,15 +274,19 @@ function tradeoffChart(facts: RunFacts, names: Map<string, string>): TopLevelSpe
       variant: names.get(String(v.id)),
       catchUpSeconds: Math.round((v.catchUpMs as number) / 1000),
       p99: Math.max(1, Math.round(v.windows?.recovery?.p99Ms ?? 0)),
-      label: v.catchUpRateMbit ? `${v.catchUpRateMbit} Mbit/s` : "no throttle",
+      label: `${v.id}${v.catchUpRateMbit ? `: ${v.catchUpRateMbit} Mbit/s` : ""}`,
+      throttled: Boolean(v.catchUpRateMbit),
     }));
-  if (!values.some((v) => v.label !== "no throttle")) return undefined;
+  if (!values.some((v) => v.throttled)) return undefined;
   const steady = Math.min(...facts.variants.map((v) => v.windows?.steady?.p99Ms ?? Number.POSITIVE_INFINITY));
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
     title: {
       text: "Producer P99 through the recovery against the time to full redundancy",
-      subtitle: `${facts.partitions} partitions, broker 1 at ${facts.rateMbit} Mbit/s; each point a variant, labelled with its catch-up throttle; the dashed line is the lowest steady P99 of the run`,
+      subtitle: [
+        `${facts.partitions} partitions, broker 1 at ${facts.rateMbit} Mbit/s; each point a variant, labelled with its number and catch-up throttle;`,
+        "the dashed line is the lowest steady P99 of the run; a variant not back in every ISR within the run is left out",
+      ],
     },
     width: 720,
     height: 300,
