@@ -24,25 +24,34 @@ import { activityOf, guardOf } from "./eligibility.ts";
  * dynamic config only through a request sent to that broker. Partitions being reassigned or deleted
  * are left to whoever moves them (a reassignment sets throttles of its own), and a leaderless one has
  * nobody to fetch from. Pure: the snapshot and the config decide; the agent carries it out and lifts
- * it once a broker is no longer in the answer.
+ * it once a broker is no longer in the answer. `awaited`: some broker that is not active hosts replicas
+ * behind (a restart in progress), for which the next run comes within {@link CATCH_UP_WATCH_MS}.
  */
-export function catchUpThrottles(snapshot: Snapshot, config: EffectiveConfig): CatchUpThrottle[] {
+export function catchUpPacing(
+  snapshot: Snapshot,
+  config: EffectiveConfig,
+): { throttles: CatchUpThrottle[]; awaited: boolean } {
   const rateBytesPerSecond = config["pacer.catch.up.replication.throttled.rate"];
-  if (rateBytesPerSecond === 0) return [];
+  if (rateBytesPerSecond === 0) return { throttles: [], awaited: false };
   const side = config["pacer.catch.up.replication.throttled.side"];
   const listed = new Map(snapshot.brokers.map((broker) => [broker.id, broker]));
   /** broker behind → its replicas behind, each with the partition's leader, in snapshot order. */
   const behind = new Map<number, { topic: string; partition: number; leader: number }[]>();
+  let awaited = false;
   for (const partition of snapshot.partitions) {
     if (guardOf(partition) !== null || partition.leader === -1) continue;
     for (const replica of partition.replicas) {
-      if (partition.isr.includes(replica) || activityOf(listed.get(replica)) !== "active") continue;
+      if (partition.isr.includes(replica)) continue;
+      if (activityOf(listed.get(replica)) !== "active") {
+        awaited = true;
+        continue;
+      }
       const replicas = behind.get(replica) ?? [];
       behind.set(replica, replicas);
       replicas.push({ topic: partition.topic, partition: partition.partition, leader: partition.leader });
     }
   }
-  return [...behind]
+  const throttles = [...behind]
     .sort(([a], [b]) => a - b)
     .map(([broker, replicas]) => ({
       broker,
@@ -52,6 +61,7 @@ export function catchUpThrottles(snapshot: Snapshot, config: EffectiveConfig): C
       side,
       leaders: side === "leader" ? leaderShares(replicas, rateBytesPerSecond) : [],
     }));
+  return { throttles, awaited };
 }
 
 /** Each leader's share of the rate, by how many of the replicas behind it leads (at least 1 byte/s). */
@@ -93,17 +103,3 @@ function byTopic(replicas: { topic: string; partition: number }[]): CatchUpThrot
  * catch-up's first seconds are the ones at the link's full speed.
  */
 export const CATCH_UP_WATCH_MS = 1000;
-
-/** Whether some broker that is not active hosts replicas outside the ISR of a led, unguarded partition. */
-export function catchUpAwaited(snapshot: Snapshot, config: EffectiveConfig): boolean {
-  if (config["pacer.catch.up.replication.throttled.rate"] === 0) return false;
-  const listed = new Map(snapshot.brokers.map((broker) => [broker.id, broker]));
-  return snapshot.partitions.some(
-    (partition) =>
-      guardOf(partition) === null &&
-      partition.leader !== -1 &&
-      partition.replicas.some(
-        (replica) => !partition.isr.includes(replica) && activityOf(listed.get(replica)) !== "active",
-      ),
-  );
-}

@@ -2,7 +2,7 @@ import type { BrokerRow, GateReason, PartitionDisposition, RunAnswer } from "../
 import type { EffectiveConfig } from "../../schemas/config.ts";
 import type { Partition, Snapshot } from "../../schemas/snapshot.ts";
 import type { GateEntry, PacerState } from "../../schemas/state.ts";
-import { CATCH_UP_WATCH_MS, catchUpAwaited, catchUpThrottles } from "./catch-up.ts";
+import { CATCH_UP_WATCH_MS, catchUpPacing } from "./catch-up.ts";
 import { preferredReplicaOf } from "./eligibility.ts";
 import { type GateStep, isOverMaxLagBytes, isOverThreshold, type OverReason, stepGate } from "./gate.ts";
 import { roundRobin } from "./round-robin.ts";
@@ -257,7 +257,7 @@ function answerOf(
 ): RunAnswer {
   const brokers: BrokerRow[] = [];
   // Independent of the elections: a held or deferred run still paces a catch-up.
-  const throttles = catchUpThrottles(snapshot, config);
+  const catchUp = catchUpPacing(snapshot, config);
   const outOfSyncPreferredPartitionCount: Record<string, number> = {};
   let electionsSkippedByGate = 0;
   let electionsDeferredByThrottle = 0;
@@ -289,12 +289,10 @@ function answerOf(
     elections: run.elections,
     kafkaLeaderElection: { partitions: run.elections.map(({ topic, partition }) => ({ topic, partition })) },
     moreWorkRemains: run.moreWorkRemains,
-    nextDelayMs: catchUpAwaited(snapshot, config)
-      ? Math.min(run.nextDelayMs, CATCH_UP_WATCH_MS)
-      : run.nextDelayMs,
+    nextDelayMs: catchUp.awaited ? Math.min(run.nextDelayMs, CATCH_UP_WATCH_MS) : run.nextDelayMs,
     deferred: run.deferred,
     brokers,
-    catchUpThrottles: throttles,
+    catchUpThrottles: catchUp.throttles,
     metrics: {
       outOfSyncPreferredPartitionCount,
       electionsSkippedByGate,
@@ -302,7 +300,7 @@ function answerOf(
       gatedBrokerCount: brokers.filter((row) => row.gated).length,
       maxWaitExpiredBrokerCount: brokers.filter((row) => row.reason === "max-wait-expired").length,
       electionCount: run.elections.length,
-      catchUpThrottledBrokerCount: throttles.length,
+      catchUpThrottledBrokerCount: catchUp.throttles.length,
     },
     config,
     state: run.state,

@@ -155,7 +155,8 @@ describe.each(CASES)("%s", (_, release, side) => {
     return file;
   };
 
-  const agentOnce = (dataDir: string, ...extra: string[]) =>
+  /** `pacer agent --once` on this suite's pacing (with `overrides`), its own data directory. */
+  const agentOnce = (dataDir: string, extra: string[] = [], overrides: Record<string, string> = {}) =>
     spawnPacer([
       "agent",
       "--bootstrap-server",
@@ -164,7 +165,7 @@ describe.each(CASES)("%s", (_, release, side) => {
       "--data-dir",
       dataDir,
       "--config",
-      configFile(),
+      configFile(overrides),
       "--once",
       ...extra,
     ]);
@@ -284,7 +285,7 @@ describe.each(CASES)("%s", (_, release, side) => {
       60_000,
       "broker 1 behind",
     );
-    const dry = agentOnce(join(scratch, "dry"), "--dry-run");
+    const dry = agentOnce(join(scratch, "dry"), ["--dry-run"]);
     expect(await dry.exited, dry.stderr()).toBe(0);
     expect(dry.stdout()).toMatch(
       side === "follower"
@@ -337,17 +338,9 @@ describe.each(CASES)("%s", (_, release, side) => {
         60_000,
         "broker 1 behind",
       );
-      const run = spawnPacer([
-        "agent",
-        "--bootstrap-server",
-        cluster.bootstrapServers,
-        "--embedded",
-        "--data-dir",
-        join(scratch, "left-alone"),
-        "--config",
-        configFile({ "pacer.catch.up.replication.throttled.side": "follower" }),
-        "--once",
-      ]);
+      const run = agentOnce(join(scratch, "left-alone"), [], {
+        "pacer.catch.up.replication.throttled.side": "follower",
+      });
       expect(await run.exited, run.stderr()).toBe(0);
       expect(run.stdout()).toMatch(
         /broker 1: its own follower\.replication\.throttled\.rate \(2000000 B\/s, broker\) left as it is/,
