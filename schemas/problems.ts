@@ -73,6 +73,7 @@ export const PROBLEM_TYPES = {
   "not-found": { status: 404, title: "Not found" },
   "method-not-allowed": { status: 405, title: "Method not allowed" },
   conflict: { status: 409, title: "The state changed under this run too often" },
+  "record-changed": { status: 409, title: "The record changed since it was read" },
   "idempotency-key-reused": { status: 422, title: "The Idempotency-Key was used with another request" },
   "payload-too-large": { status: 413, title: "The body is too large" },
   "unsupported-media-type": { status: 415, title: "The body must be application/json" },

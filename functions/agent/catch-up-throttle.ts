@@ -1,6 +1,7 @@
 import type { CatchUpThrottle } from "../../schemas/answer.ts";
+import type { ThrottleRecord } from "../../schemas/throttle-record.ts";
 import type { ConfigChange, ConfigChangeResult, ConfigValue } from "../kafka/admin.ts";
-import type { ThrottleRecord, ThrottleRecordStore } from "./throttle-record.ts";
+import type { ThrottleRecordStore } from "./throttle-record.ts";
 
 /**
  * Carries out the answer's catch-up throttles with Kafka's own replication quota, as
@@ -115,8 +116,6 @@ const rateKeysOf = (t: CatchUpThrottle) =>
     : t.leaders.map((l) => rateKey(LEADER_RATE, l.broker));
 
 export class CatchUpThrottler {
-  private record: ThrottleRecord | undefined;
-
   constructor(
     private readonly kafka: ThrottleKafka,
     private readonly store: ThrottleRecordStore,
@@ -125,7 +124,7 @@ export class CatchUpThrottler {
 
   /** Whether anything set by the pacer is still in place (as far as its record knows). */
   async holdsAny(): Promise<boolean> {
-    const record = await this.loaded();
+    const record = await this.store.load();
     return [record.rates, record.lists, record.throttlingSinceMs].some(
       (part) => Object.keys(part).length > 0,
     );
@@ -138,10 +137,16 @@ export class CatchUpThrottler {
 
   /** Makes the cluster hold exactly the wanted throttles, as far as they are the pacer's to set. */
   async apply(wanted: CatchUpThrottle[], dryRun: boolean): Promise<ThrottleReport> {
-    const record = structuredClone(await this.loaded());
+    // Read each run: the record is the store's, not this process's (another agent may have lifted it).
+    const record = await this.store.load();
+    let stored = JSON.stringify(record);
+    const save = async () => {
+      await this.store.save(record);
+      stored = JSON.stringify(record);
+    };
     const report: ThrottleReport = { throttled: [], leftAlone: [], lifted: [], changes: [], errors: [] };
     const step = new Steps(report, dryRun, this.kafka, record, async () => {
-      if (!dryRun) await this.store.save(record);
+      if (!dryRun) await save();
     });
     // A run that did not finish its changes may have left some unsent: this one sends ours again.
     const resend = record.unconfirmed === true;
@@ -191,10 +196,8 @@ export class CatchUpThrottler {
       if (before.has(id)) report.lifted.push(Number(id));
     }
     if (report.errors.length === 0) delete record.unconfirmed;
-    if (!dryRun) {
-      await this.store.save(record);
-      this.record = record;
-    }
+    // A run that changed nothing writes nothing: a quiet cluster costs the store one read per run.
+    if (!dryRun && JSON.stringify(record) !== stored) await save();
     return report;
   }
 
@@ -333,11 +336,6 @@ export class CatchUpThrottler {
     }
     delete record.rates[key];
     await step.save();
-  }
-
-  private async loaded(): Promise<ThrottleRecord> {
-    this.record ??= await this.store.load();
-    return this.record;
   }
 }
 

@@ -4,6 +4,7 @@ import { SignatureV4 } from "@smithy/signature-v4";
 import type { AwsCredentialIdentityProvider, SourceData } from "@smithy/types";
 import type { ConfigOverrides } from "../../schemas/config.ts";
 import type { Snapshot } from "../../schemas/snapshot.ts";
+import type { ThrottleRecord, VersionedThrottleRecord } from "../../schemas/throttle-record.ts";
 import type { ManagedAnswer } from "../api/managed-run.ts";
 
 /**
@@ -44,6 +45,17 @@ export class PacerClient {
 
   async putSnapshot(snapshot: Snapshot): Promise<{ snapshotId: string }> {
     return this.json("PUT", "snapshot", snapshot);
+  }
+
+  /** What the agent set for catch-up pacing on this cluster, with the record's version. */
+  async getThrottleRecord(): Promise<VersionedThrottleRecord> {
+    return this.json("GET", "catch-up-throttles");
+  }
+
+  /** Replaces the record read at `version`; the new version (a PacerError 409 if it changed since). */
+  async putThrottleRecord(record: ThrottleRecord, version: number): Promise<number> {
+    return (await this.json<VersionedThrottleRecord>("PUT", "catch-up-throttles", { version, record }))
+      .version;
   }
 
   /** Decisions newer than `afterDecisionId` (all recent ones without it), oldest first. */

@@ -1,60 +1,31 @@
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
-import { join } from "node:path";
-import * as z from "zod";
-
-/**
- * What the agent set on a cluster for catch-up pacing, kept so that it can be lifted by the same hand
- * after a crash: each rate it set (`config@broker`) with its value, each list entry it appended
- * (`config@topic`), and since when it has throttled each broker catching up.
- */
-export const ThrottleRecord = z.object({
-  rates: z.record(
-    z.string().regex(/^[a-z.]+@\d+$/),
-    z.object({ rateBytesPerSecond: z.number().int().min(1) }),
-  ),
-  lists: z.record(z.string().regex(/^[a-z.]+@.+$/), z.array(z.string().regex(/^\d+:\d+$/))),
-  throttlingSinceMs: z.record(z.string().regex(/^\d+$/), z.number().int().min(0)),
-  /** Set before changes are sent, cleared once a run's changes all went through: else sent again. */
-  unconfirmed: z.boolean().optional(),
-});
-export type ThrottleRecord = z.infer<typeof ThrottleRecord>;
+import type { ThrottleRecord } from "../../schemas/throttle-record.ts";
+import type { PacerClient } from "./pacer-client.ts";
 
 export interface ThrottleRecordStore {
   load(): Promise<ThrottleRecord>;
   save(record: ThrottleRecord): Promise<void>;
 }
 
-export const EMPTY_RECORD: ThrottleRecord = { rates: {}, lists: {}, throttlingSinceMs: {} };
-
 /**
- * The record as a JSON file in the agent's data directory, replaced whole by a rename so that a crash
- * leaves the old record or the new one, never half of one.
+ * The record in the pacer's store, next to the cluster's state: the embedded store under `--data-dir`,
+ * or the service's table in managed and scheduled runs, so that an agent started anywhere after a
+ * crash finds what the last one set. Each write names the version last read, so that a second agent
+ * on the cluster is refused (409) rather than writing over the record of the first.
  */
-export class FileThrottleRecord implements ThrottleRecordStore {
-  readonly path: string;
+export class StoredThrottleRecord implements ThrottleRecordStore {
+  private version: number | undefined;
 
-  constructor(private readonly dataDir: string) {
-    this.path = join(dataDir, "catch-up-throttles.json");
-  }
+  constructor(private readonly pacer: Pick<PacerClient, "getThrottleRecord" | "putThrottleRecord">) {}
 
   async load(): Promise<ThrottleRecord> {
-    let text: string;
-    try {
-      text = await readFile(this.path, "utf8");
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return structuredClone(EMPTY_RECORD);
-      throw error;
-    }
-    const parsed = ThrottleRecord.safeParse(JSON.parse(text));
-    if (!parsed.success)
-      throw new Error(`${this.path} is not a catch-up throttle record: ${z.prettifyError(parsed.error)}`);
-    return parsed.data;
+    const { version, record } = await this.pacer.getThrottleRecord();
+    this.version = version;
+    return record;
   }
 
   async save(record: ThrottleRecord): Promise<void> {
-    await mkdir(this.dataDir, { recursive: true });
-    const next = `${this.path}.next`;
-    await writeFile(next, `${JSON.stringify(record, null, 2)}\n`);
-    await rename(next, this.path);
+    if (this.version === undefined)
+      throw new Error("the catch-up throttle record was saved before it was read");
+    this.version = await this.pacer.putThrottleRecord(record, this.version);
   }
 }

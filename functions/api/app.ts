@@ -12,6 +12,7 @@ import {
 import { invalidInput, type ProblemDetails, problem, validateWith } from "../../schemas/problems.ts";
 import { CLUSTER_ID, validateManagedRequest } from "../../schemas/request.ts";
 import { validateSnapshot } from "../../schemas/snapshot.ts";
+import { VersionedThrottleRecord } from "../../schemas/throttle-record.ts";
 import { SnapshotTooLargeError } from "../store/dynamo-store.ts";
 import { type PacerStore, StoreRejectedError, StoreUnavailableError } from "../store/store.ts";
 import { mayAccess, type TokenAuth } from "./auth.ts";
@@ -352,6 +353,33 @@ export function createApi(options: AppOptions): Hono<Env> {
     return send(c, `{"decisions":[${decisions.map((d) => d.body).join(",")}]}`);
   });
 
+  // What the agent set for catch-up pacing, so that its next start (or another agent) lifts it. A
+  // cluster removed from the fleet keeps it: Kafka may still hold the throttle it describes.
+  app.get("/v1/clusters/:clusterId/catch-up-throttles", async (c) =>
+    c.json(await store.getThrottleRecord(c.req.param("clusterId"))),
+  );
+
+  app.put("/v1/clusters/:clusterId/catch-up-throttles", async (c) => {
+    const clusterId = c.req.param("clusterId");
+    const body = await readJsonBody(c.req.raw, maxBodyBytes, bodyStream(c));
+    if (!body.ok) return send(c, body.problem);
+    const put = validateWith(VersionedThrottleRecord, body.value);
+    if (!put.ok) return send(c, invalidInput(put.problems, "catch-up throttle record"));
+    const { version, record } = put.value;
+    const written = await store.putThrottleRecord(clusterId, record, version, clock());
+    if (written === null) {
+      const current = await store.getThrottleRecord(clusterId);
+      return send(
+        c,
+        problem(
+          "record-changed",
+          `The catch-up throttle record of "${clusterId}" is at version ${current.version}, not ${version}: another agent paces this cluster too; read it again`,
+        ),
+      );
+    }
+    return c.json({ version: written, record });
+  });
+
   // Known paths with a method they do not serve: 405 with the methods they do.
   const allowed: [string, string][] = [
     ["/healthz", "GET"],
@@ -365,6 +393,7 @@ export function createApi(options: AppOptions): Hono<Env> {
     ["/v1/clusters/:clusterId/decisions", "GET"],
     ["/v1/clusters/:clusterId/brokers/:brokerId", "GET"],
     ["/v1/clusters/:clusterId/snapshot", "PUT"],
+    ["/v1/clusters/:clusterId/catch-up-throttles", "GET, PUT"],
     ["/v1/fleet/config", "GET, PUT"],
   ];
   for (const [path, methods] of allowed) {

@@ -5,6 +5,7 @@ import { ProblemDetails } from "../../schemas/problems.ts";
 import { ClusterId, EvaluateRequest, ManagedEvaluateRequest } from "../../schemas/request.ts";
 import { Snapshot } from "../../schemas/snapshot.ts";
 import { PacerState } from "../../schemas/state.ts";
+import { VersionedThrottleRecord } from "../../schemas/throttle-record.ts";
 import {
   BrokerReadinessView,
   ClusterView,
@@ -25,7 +26,15 @@ function components(): Record<string, unknown> {
     (z.toJSONSchema(schema, { io, target: "openapi-3.0" }) as { definitions?: Record<string, unknown> })
       .definitions ?? {};
   const inputs = defsOf(
-    z.object({ EvaluateRequest, ManagedEvaluateRequest, ConfigOverrides, Snapshot, PacerState, ClusterId }),
+    z.object({
+      EvaluateRequest,
+      ManagedEvaluateRequest,
+      ConfigOverrides,
+      Snapshot,
+      PacerState,
+      ClusterId,
+      VersionedCatchUpThrottleRecord: VersionedThrottleRecord,
+    }),
     "input",
   );
   const outputs = defsOf(
@@ -184,6 +193,26 @@ export function openApiDocument(pages: Record<string, unknown> = {}): Record<str
           responses: {
             200: { description: "Stored", ...json("SnapshotMeta") },
             ...problems(400, 401, 403, 413, 415, 503),
+          },
+        },
+      },
+      "/v1/clusters/{clusterId}/catch-up-throttles": {
+        get: {
+          summary:
+            "What the agent set for catch-up pacing (version 0, empty, if nothing): for it to lift after a restart",
+          parameters: [clusterIdParameter],
+          responses: {
+            200: { description: "The record", ...json("VersionedCatchUpThrottleRecord") },
+            ...problems(400, 401, 403, 503),
+          },
+        },
+        put: {
+          summary: "Replace the record; `version` is the one read (409 if it changed since)",
+          parameters: [clusterIdParameter],
+          requestBody: { required: true, ...json("VersionedCatchUpThrottleRecord") },
+          responses: {
+            200: { description: "Written, with its new version", ...json("VersionedCatchUpThrottleRecord") },
+            ...problems(400, 401, 403, 409, 415, 503, 507),
           },
         },
       },

@@ -8,7 +8,7 @@ import { CatchUpThrottler } from "../agent/catch-up-throttle.ts";
 import { ClientPropertiesError, parseProperties } from "../agent/client-properties.ts";
 import { bearerFetch, type Fetch, PacerClient, sigV4Fetch } from "../agent/pacer-client.ts";
 import { runScheduledAgent } from "../agent/scheduled.ts";
-import { FileThrottleRecord } from "../agent/throttle-record.ts";
+import { StoredThrottleRecord } from "../agent/throttle-record.ts";
 import { createApi, DECISION_TTL_MS, IDEMPOTENCY_TTL_MS } from "../api/app.ts";
 import { formatRun } from "../format/agent-run.ts";
 import type { KafkaAdminClient } from "../kafka/admin.ts";
@@ -24,8 +24,8 @@ export const AGENT_USAGE = `usage: pacer agent --bootstrap-server HOST:PORT[,…
                             request.timeout.ms
   --config FILE             pacing config: Kafka names, as a properties file or a JSON object
   --embedded                decide in this process, state in the embedded store under --data-dir
-  --data-dir DIR            the embedded store's folder, and the record of the catch-up throttles the
-                            agent set, lifted after a crash (default ./.pacer-agent)
+  --data-dir DIR            the embedded store's folder (default ./.pacer-agent); the store, embedded
+                            or the service's, keeps the record of the catch-up throttles the agent set
   --pacer-url URL           the service; a bearer token from PACER_TOKEN, or --sigv4 (AWS_REGION) for
                             the deployed Function URL
   --cluster-id ID           the cluster's id at the service (default with --embedded: Kafka's cluster id)
@@ -128,6 +128,7 @@ async function agent(values: {
 
   const cleanups: (() => Promise<void>)[] = [() => kafka.close()];
   const stop = new AbortController();
+  let catchUp: CatchUpThrottler | undefined;
   const onSignal = () => stop.abort();
   process.once("SIGTERM", onSignal);
   process.once("SIGINT", onSignal);
@@ -138,14 +139,9 @@ async function agent(values: {
       return 1;
     }
     const pacer = await connectToPacer(values, kafka, cleanups);
-    // Read at start, so that an unreadable record stops the agent before it sets anything.
-    const catchUp = new CatchUpThrottler(kafka, new FileThrottleRecord(values["data-dir"]));
-    try {
-      await catchUp.holdsAny();
-    } catch (error) {
-      console.error(`pacer agent: ${(error as Error).message}; nothing elected`);
-      return 1;
-    }
+    // The record of what is throttled lives in the pacer's store: each run reads it, and a run that
+    // cannot sets nothing and says so.
+    catchUp = new CatchUpThrottler(kafka, new StoredThrottleRecord(pacer));
 
     const metrics = new AgentMetrics();
     if (metricsPort !== undefined) {
@@ -194,7 +190,7 @@ async function agent(values: {
   } finally {
     // Stopped by a signal: nothing of ours stays throttled behind us. `--once` (cron) leaves what the
     // run set for the next run to keep or lift.
-    if (stop.signal.aborted && !values["dry-run"]) await liftOnExit(kafka, values["data-dir"]);
+    if (stop.signal.aborted && !values["dry-run"] && catchUp) await liftOnExit(catchUp);
     process.off("SIGTERM", onSignal);
     process.off("SIGINT", onSignal);
     for (const cleanup of cleanups) await cleanup().catch(() => undefined);
@@ -202,9 +198,8 @@ async function agent(values: {
 }
 
 /** Lifts every catch-up throttle the record holds, and says so. */
-async function liftOnExit(kafka: KafkaAdminClient, dataDir: string): Promise<void> {
+async function liftOnExit(catchUp: CatchUpThrottler): Promise<void> {
   try {
-    const catchUp = new CatchUpThrottler(kafka, new FileThrottleRecord(dataDir));
     if (!(await catchUp.holdsAny())) return;
     const report = await catchUp.liftAll();
     const lifted = report.lifted.length ? `broker ${report.lifted.join(", broker ")}` : "replica lists only";

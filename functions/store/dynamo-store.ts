@@ -5,6 +5,7 @@ import * as fleet from "./dynamo/fleet.ts";
 import * as idempotency from "./dynamo/idempotency.ts";
 import { guarded, type Table } from "./dynamo/items.ts";
 import * as snapshots from "./dynamo/snapshots.ts";
+import * as throttleRecords from "./dynamo/throttle-records.ts";
 import type { PacerStore } from "./store.ts";
 
 export { SnapshotTooLargeError } from "./dynamo/snapshots.ts";
@@ -12,7 +13,7 @@ export { SnapshotTooLargeError } from "./dynamo/snapshots.ts";
 /**
  * The store on DynamoDB: one table, each cluster's items under one partition key. Each kind of item
  * has a module of its own under dynamo/ (the cluster item, decisions, idempotency records, snapshots,
- * the fleet's config); this class only hands each operation its table.
+ * catch-up throttle records, the fleet's config); this class only hands each operation its table.
  */
 export class DynamoStore implements PacerStore {
   private readonly table: Table;
@@ -51,6 +52,14 @@ export class DynamoStore implements PacerStore {
 
   recordDeferred(...args: Parameters<PacerStore["recordDeferred"]>) {
     return clusters.recordDeferred(this.table, ...args);
+  }
+
+  getThrottleRecord(...args: Parameters<PacerStore["getThrottleRecord"]>) {
+    return throttleRecords.getThrottleRecord(this.table, ...args);
+  }
+
+  putThrottleRecord(...args: Parameters<PacerStore["putThrottleRecord"]>) {
+    return throttleRecords.putThrottleRecord(this.table, ...args);
   }
 
   recordTick(...args: Parameters<PacerStore["recordTick"]>) {

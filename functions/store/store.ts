@@ -1,5 +1,6 @@
 import type { ConfigOverrides } from "../../schemas/config.ts";
 import type { PacerState } from "../../schemas/state.ts";
+import type { ThrottleRecord, VersionedThrottleRecord } from "../../schemas/throttle-record.ts";
 
 /** What the service keeps per cluster, and the operations it needs of a store. */
 
@@ -218,6 +219,16 @@ export interface PacerStore {
   recordTick(clusterId: string, outcome: TickOutcome): Promise<void>;
   /** Counts a deferred run of a known cluster; nothing for an unknown one. */
   recordDeferred(clusterId: string, deferred: DeferredRun): Promise<void>;
+
+  /** The cluster's catch-up throttle record; version 0 and empty if none was written. */
+  getThrottleRecord(clusterId: string): Promise<VersionedThrottleRecord>;
+  /** Replaces it if its version is still `expectedVersion`: the new version, or null if it changed. */
+  putThrottleRecord(
+    clusterId: string,
+    record: ThrottleRecord,
+    expectedVersion: number,
+    nowMs: number,
+  ): Promise<number | null>;
 
   /** Throws if the store cannot be reached. */
   ping(): Promise<void>;

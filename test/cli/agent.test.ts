@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -74,30 +74,6 @@ describe("pacer agent's command line", () => {
     ]);
     expect(code).toBe(1);
     expect(stdout).toMatch(/run failed, nothing elected: cannot connect to any bootstrap server/);
-  });
-});
-
-describe("pacer agent's record of the catch-up throttles it set", () => {
-  it("stops at start, setting and electing nothing, when the record cannot be read", async () => {
-    const dataDir = join(dir, "broken-record");
-    mkdirSync(dataDir, { recursive: true });
-    writeFileSync(
-      join(dataDir, "catch-up-throttles.json"),
-      '{"rates": {"follower.replication.throttled.rate@1": 5}}',
-    );
-    const port = await freePort();
-    const { code, stdout, stderr } = agent([
-      "--bootstrap-server",
-      `127.0.0.1:${port}`,
-      "--embedded",
-      "--cluster-id",
-      "broken-record",
-      "--data-dir",
-      dataDir,
-    ]);
-    expect(code).toBe(1);
-    expect(stderr).toMatch(/catch-up-throttles\.json is not a catch-up throttle record: .*nothing elected/s);
-    expect(stdout).toBe("");
   });
 });
 

@@ -12,7 +12,7 @@ import {
   waitFor,
 } from "../../devkit/kafka/recovery.ts";
 import { type KafkaRelease, NEWEST, releaseName, selectedReleases } from "../../devkit/kafka/versions.ts";
-import { spawnPacer } from "../../devkit/processes.ts";
+import { spawnPacer, startPacerServe } from "../../devkit/processes.ts";
 import {
   FOLLOWER_RATE,
   FOLLOWER_REPLICAS,
@@ -155,13 +155,16 @@ describe.each(CASES)("%s", (_, release, side) => {
     return file;
   };
 
-  /** `pacer agent --once` on this suite's pacing (with `overrides`), its own data directory. */
+  /**
+   * `pacer agent --once` on this suite's pacing (with `overrides`), its own data directory; embedded
+   * unless `extra` names a service.
+   */
   const agentOnce = (dataDir: string, extra: string[] = [], overrides: Record<string, string> = {}) =>
     spawnPacer([
       "agent",
       "--bootstrap-server",
       cluster.bootstrapServers,
-      "--embedded",
+      ...(extra.includes("--pacer-url") ? [] : ["--embedded"]),
       "--data-dir",
       dataDir,
       "--config",
@@ -306,26 +309,42 @@ describe.each(CASES)("%s", (_, release, side) => {
     await waitFor(allInSync, 120_000, "broker 1 back in every ISR");
   });
 
-  it("after a kill -9 while the throttle is set, its next start lifts it within one run", async () => {
+  /**
+   * Where the record lives: the embedded store under the data directory, or the service's store in
+   * managed runs (the newest release's follower side), where the next agent starts with another data
+   * directory, as on a replaced host.
+   */
+  const managed = side === "follower" && release === NEWEST;
+  it(`after a kill -9 while the throttle is set, its next start lifts it within one run (${managed ? "managed, on another host" : "embedded"})`, async () => {
+    const serve = managed ? await startPacerServe() : undefined;
     const dataDir = join(scratch, "killed");
-    const agent = startAgent(cluster, { kind: "agent-embedded" }, { config: pacing, dataDir });
+    const target = serve
+      ? ({ kind: "agent-serve", url: serve.url, clusterId: "killed" } as const)
+      : ({ kind: "agent-embedded" } as const);
     try {
-      await restartBehind();
-      await waitWithAgent(agent, pacerRates, "the pacer's throttle set");
-      agent.child.kill("SIGKILL");
-      await agent.exited;
-    } finally {
-      await agent.stop();
-    }
-    // Nobody lifted it: the catch-up finishes under it.
-    expect(await pacerRates()).toBeDefined();
-    await waitFor(allInSync, 180_000, "broker 1 back in every ISR");
-    expect(await pacerRates()).toBeDefined();
+      const agent = startAgent(cluster, target, { config: pacing, dataDir });
+      try {
+        await restartBehind();
+        await waitWithAgent(agent, pacerRates, "the pacer's throttle set");
+        agent.child.kill("SIGKILL");
+        await agent.exited;
+      } finally {
+        await agent.stop();
+      }
+      // Nobody lifted it: the catch-up finishes under it.
+      expect(await pacerRates()).toBeDefined();
+      await waitFor(allInSync, 180_000, "broker 1 back in every ISR");
+      expect(await pacerRates()).toBeDefined();
 
-    const restarted = agentOnce(dataDir);
-    expect(await restarted.exited, restarted.stderr()).toBe(0);
-    expect(restarted.stdout()).toMatch(/catch-up throttle lifted: broker 1/);
-    await expectAsBefore();
+      const restarted = serve
+        ? agentOnce(join(scratch, "another-host"), ["--pacer-url", serve.url, "--cluster-id", "killed"])
+        : agentOnce(dataDir);
+      expect(await restarted.exited, restarted.stderr()).toBe(0);
+      expect(restarted.stdout()).toMatch(/catch-up throttle lifted: broker 1/);
+      await expectAsBefore();
+    } finally {
+      await serve?.stop();
+    }
   });
 
   it.runIf(side === "leader" && release === NEWEST)(
