@@ -74,6 +74,8 @@ export interface KafkaClusterOptions {
   /** The release to run (default {@link NEWEST}); its mode decides KRaft controller or ZooKeeper. */
   release?: KafkaRelease;
   brokers?: number;
+  /** KRaft controllers in the quorum (ids 100, 101, …; default 1): 3 for a failover to happen. */
+  controllers?: number;
   /**
    * Extra controller properties, e.g. `auto.leader.rebalance.enable`. In ZooKeeper mode every broker
    * gets them: any broker may be elected controller.
@@ -160,7 +162,7 @@ export class KafkaCluster {
     readonly dir: string,
     private readonly classpath: string,
     readonly release: KafkaRelease,
-    private readonly controller: Node,
+    private readonly controllers: Node[],
     private readonly brokerNodes: Map<number, Node>,
     private readonly options: KafkaClusterOptions,
   ) {}
@@ -184,30 +186,46 @@ export class KafkaCluster {
     const placement = options.placement;
     const hostOf = (id: number) => placement?.host(id) ?? "127.0.0.1";
     const portOf = async (fixed: number) => (placement ? fixed : await freePort());
-    const controllerHost = hostOf(CONTROLLER_ID);
-    const controllerPort = await portOf(zookeeperMode ? 2181 : 9093);
-    const voters = `${CONTROLLER_ID}@${controllerHost}:${controllerPort}`;
-    const controller: Node = {
-      role: zookeeperMode ? "zookeeper" : "controller",
-      id: CONTROLLER_ID,
-      host: controllerHost,
-      port: controllerPort,
-      tlsPorts: new Map(),
-      dir: join(dir, "controller"),
-      properties: zookeeperMode
-        ? {}
-        : {
-            "process.roles": "controller",
-            "node.id": CONTROLLER_ID,
-            "controller.quorum.voters": voters,
-            listeners: `CONTROLLER://${controllerHost}:${controllerPort}`,
-            "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
-            "log.dirs": join(dir, "controller", "data"),
-            ...balancerDefaults,
-            ...options.controller,
-          },
+    const controllerCount = zookeeperMode ? 1 : (options.controllers ?? 1);
+    const controllerIds = Array.from({ length: controllerCount }, (_, i) => CONTROLLER_ID + i);
+    const controllerAddresses = new Map<number, { host: string; port: number }>();
+    for (const id of controllerIds)
+      controllerAddresses.set(id, { host: hostOf(id), port: await portOf(zookeeperMode ? 2181 : 9093) });
+    const { host: controllerHost, port: controllerPort } = controllerAddresses.get(CONTROLLER_ID) as {
+      host: string;
+      port: number;
     };
+    const voters = controllerIds
+      .map((id) => {
+        const { host, port } = controllerAddresses.get(id) as { host: string; port: number };
+        return `${id}@${host}:${port}`;
+      })
+      .join(",");
+    const controllers: Node[] = controllerIds.map((id) => {
+      const { host, port } = controllerAddresses.get(id) as { host: string; port: number };
+      const nodeDir = join(dir, id === CONTROLLER_ID ? "controller" : `controller-${id}`);
+      return {
+        role: zookeeperMode ? "zookeeper" : "controller",
+        id,
+        host,
+        port,
+        tlsPorts: new Map(),
+        dir: nodeDir,
+        properties: zookeeperMode
+          ? {}
+          : {
+              "process.roles": "controller",
+              "node.id": id,
+              "controller.quorum.voters": voters,
+              listeners: `CONTROLLER://${host}:${port}`,
+              "controller.listener.names": "CONTROLLER",
+              "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+              "log.dirs": join(nodeDir, "data"),
+              ...balancerDefaults,
+              ...options.controller,
+            },
+      };
+    });
     const brokerNodes = new Map<number, Node>();
     for (let id = 1; id <= (options.brokers ?? 3); id++) {
       const host = hostOf(id);
@@ -272,7 +290,7 @@ export class KafkaCluster {
         },
       });
     }
-    const cluster = new KafkaCluster(dir, classpath, release, controller, brokerNodes, options);
+    const cluster = new KafkaCluster(dir, classpath, release, controllers, brokerNodes, options);
     if (!zookeeperMode) {
       const clusterId = newClusterId();
       const user = options.saslUser;
@@ -283,13 +301,13 @@ export class KafkaCluster {
           ])
         : [];
       await Promise.all(
-        [controller, ...brokerNodes.values()].map((node) =>
-          cluster.format(node, clusterId, node === controller ? scram : []),
+        [...controllers, ...brokerNodes.values()].map((node) =>
+          cluster.format(node, clusterId, node.role === "controller" ? scram : []),
         ),
       );
     }
     try {
-      cluster.launch(controller);
+      for (const controller of controllers) cluster.launch(controller);
       for (const node of brokerNodes.values()) cluster.launch(node);
       await cluster.waitForBrokers([...brokerNodes.keys()]);
     } catch (error) {
@@ -372,25 +390,64 @@ export class KafkaCluster {
     await this.waitForBrokers([id]);
   }
 
-  /** Restarts the controller with other properties (Kafka's balancer settings are read only at start). */
+  /**
+   * Restarts the controllers with other properties (Kafka's balancer settings are read only at start),
+   * one after another.
+   */
   async restartController(overrides: Properties): Promise<void> {
-    if (this.controller.role !== "controller") throw new Error("no KRaft controller in ZooKeeper mode");
-    await this.stop(this.controller, "SIGTERM");
-    this.launch(this.controller, overrides);
+    for (const controller of this.controllers) {
+      if (controller.role !== "controller") throw new Error("no KRaft controller in ZooKeeper mode");
+      await this.stop(controller, "SIGTERM");
+      this.launch(controller, overrides);
+    }
     await this.waitForBrokers(this.brokerIds());
+  }
+
+  /** The KRaft controllers' ids (one id, the ZooKeeper server's, in ZooKeeper mode). */
+  controllerIds(): number[] {
+    return this.controllers.map((c) => c.id);
+  }
+
+  /** The quorum's leader, the active controller, as Kafka's own `kafka-metadata-quorum` reports it. */
+  async activeController(): Promise<number> {
+    const { code, output } = await this.runTool("org.apache.kafka.tools.MetadataQuorumCommand", [
+      "--bootstrap-server",
+      this.bootstrapServers,
+      "describe",
+      "--status",
+    ]);
+    const leader = /LeaderId:\s+(\d+)/.exec(output);
+    if (code !== 0 || !leader) throw new Error(`kafka-metadata-quorum failed (${code}):\n${output}`);
+    return Number(leader[1]);
+  }
+
+  /** Stops a controller: SIGKILL is a crash, after which the quorum elects another. */
+  async stopController(id: number, signal: "SIGTERM" | "SIGKILL" = "SIGKILL"): Promise<void> {
+    await this.stop(this.controllerNode(id), signal);
+  }
+
+  /** Starts a stopped controller on its old log dir. */
+  startController(id: number): void {
+    this.launch(this.controllerNode(id));
   }
 
   async close(): Promise<void> {
     await Promise.all([...this.brokerNodes.values()].map((n) => this.stop(n, "SIGKILL")));
-    await this.stop(this.controller, "SIGKILL");
+    await Promise.all(this.controllers.map((n) => this.stop(n, "SIGKILL")));
     rmSync(this.dir, { recursive: true, force: true });
   }
 
   /** The tail of a node's log, for failure messages. */
   logTail(id: number, lines = 40): string {
-    const node = id === CONTROLLER_ID ? this.controller : this.node(id);
+    const node = this.controllers.find((c) => c.id === id) ?? this.node(id);
     const file = join(node.dir, "server.log");
     return existsSync(file) ? readFileSync(file, "utf8").split("\n").slice(-lines).join("\n") : "";
+  }
+
+  private controllerNode(id: number): Node {
+    const node = this.controllers.find((c) => c.id === id);
+    if (!node) throw new Error(`no controller ${id}`);
+    return node;
   }
 
   private node(id: number): Node {
@@ -481,7 +538,7 @@ export class KafkaCluster {
     const deadline = Date.now() + timeoutMs;
     let last = "no answer yet";
     while (Date.now() < deadline) {
-      for (const node of [this.controller, ...ids.map((id) => this.node(id))]) {
+      for (const node of [...this.controllers, ...ids.map((id) => this.node(id))]) {
         if (node.process && node.process.exitCode !== null)
           throw new Error(`Kafka node ${node.id} exited:\n${this.logTail(node.id)}`);
       }
