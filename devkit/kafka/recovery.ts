@@ -495,10 +495,10 @@ export function startAgent(
   };
 }
 
+/** The run lines up to the last newline: what follows it is not yet written whole (or cut by a kill -9). */
 function parseRuns(stdout: string): AgentRunLine[] {
   return stdout
     .split("\n")
-    // What follows the last newline is a line not yet written whole (or cut by a kill -9).
     .slice(0, -1)
     .filter((line) => line.startsWith("{"))
     .map((line) => JSON.parse(line) as AgentRunLine);
