@@ -6,8 +6,8 @@ import { defineConfig } from "vitest/config";
  * runs it in two parts side by side, which the machine allows because both spend most of their time
  * waiting on throttled replication: the matrix (every release's core checks, and catch-up pacing on
  * the oldest and the newest, which keeps the two parts of a length) and the newest release's full
- * suite. The recovery bed, which measures a shaped link, is the newest part's smallest file, so it
- * runs last there, after the matrix is done. Without PACER_KAFKA_PART a run takes every file.
+ * suite (the fault suite included). The recovery bed, which measures a shaped link, is the newest
+ * part's smallest file, so it runs last there, after the matrix is done. Without PACER_KAFKA_PART a run takes every file.
  */
 const MATRIX = ["test/kafka/compatibility.test.ts", "test/kafka/catch-up-throttle.test.ts"];
 const part = process.env.PACER_KAFKA_PART as "matrix" | "newest" | undefined;

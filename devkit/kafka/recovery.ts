@@ -130,7 +130,8 @@ export async function produceUneven(
   const weightSum = weights.reduce((a, b) => a + b, 0) * topics.length;
   const producer = new Producer({
     clientId: "pacer-test-load",
-    bootstrapBrokers: cluster.bootstrapServers.split(","),
+    // The brokers that run: a producer that starts on a crashed one's address never tries the next.
+    bootstrapBrokers: cluster.runningBrokers().map((b) => `${b.host}:${b.port}`),
     acks: ProduceAcks.ALL,
     compression: "none",
   });
