@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Admin, Connection, incrementalAlterConfigsV1, ProduceAcks, Producer } from "@platformatic/kafka";
+import type { RunReport } from "../../functions/agent/agent.ts";
 import { KafkaAdminClient, type KafkaPartition } from "../../functions/kafka/admin.ts";
 import { spawnPacer } from "../processes.ts";
 import type { KafkaCluster } from "./cluster.ts";
@@ -378,6 +379,9 @@ export interface AgentRunLine {
   heldBack: { id: number; reason: string }[];
   nextDelayMs: number;
   error?: string;
+  failedStep?: RunReport["failedStep"];
+  resumed?: RunReport["resumed"];
+  catchUp?: RunReport["catchUp"];
 }
 
 /** Stops `restart`, produces while they are down, throttles catch-up, restarts them and waits for the end. */

@@ -47,6 +47,10 @@ export interface RunReport {
   batch?: { topic: string; partition: number; leader: number }[];
   /** Why nothing was asked of Kafka: the read or the pacer failed. */
   error?: string;
+  /** Which of the two failed, when the run knows. */
+  failedStep?: FailedStep;
+  /** The first run through after failed ones: how long nothing was elected, and why the last one failed. */
+  resumed?: { afterMs: number; failedRuns: number; lastFailedStep?: FailedStep };
   /** Catch-up pacing: what is throttled after this run, what was lifted, what could not be done. */
   catchUp?: ThrottleReport;
 }
@@ -109,7 +113,14 @@ export interface AgentOptions {
 
 export const DEFAULT_BACKOFF = { initialMs: 1_000, maxMs: 30_000 };
 
-const NO_THROTTLES: ThrottleReport = { throttled: [], leftAlone: [], lifted: [], changes: [], errors: [] };
+const NO_THROTTLES: ThrottleReport = {
+  throttled: [],
+  leftAlone: [],
+  lifted: [],
+  liftWhenBack: [],
+  changes: [],
+  errors: [],
+};
 
 /** An abortable sleep that resolves early (never rejects) when the signal fires. */
 export function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
@@ -130,10 +141,58 @@ export function backoffMs(attempt: number, backoff = DEFAULT_BACKOFF, random = M
   return Math.round(random() * Math.min(backoff.maxMs, backoff.initialMs * 2 ** attempt));
 }
 
+export type FailedStep = "reading the cluster" | "asking the pacer";
+
+/** An error's message and, for a network error, what lies under it (`fetch failed` alone says little). */
+export function describeFailure(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const cause = error instanceof Error ? (error.cause as (Error & { code?: string }) | undefined) : undefined;
+  if (!cause || !(cause instanceof Error) || message.includes(cause.message)) return message;
+  return `${message} (${cause.code ?? cause.message})`;
+}
+
 /** The report of a run that elected nothing: the read, the pacer or its store failed. */
-export function failedRun(atMs: number, durationMs: number, dryRun: boolean, error: unknown): RunReport {
+export function failedRun(
+  atMs: number,
+  durationMs: number,
+  dryRun: boolean,
+  error: unknown,
+  failedStep?: FailedStep,
+): RunReport {
   const base = { atMs, durationMs, dryRun, heldBack: [], shares: {}, deferred: null, nextDelayMs: 0 };
-  return { ...base, elections: tallyOf(0, []), error: (error as Error).message };
+  return {
+    ...base,
+    elections: tallyOf(0, []),
+    error: describeFailure(error),
+    ...(failedStep ? { failedStep } : {}),
+  };
+}
+
+/** Counts failed runs since the last one through, so that the run after an outage says how long it was. */
+export class OutageTracker {
+  private since: number | undefined;
+  private failedRuns = 0;
+  private lastFailedStep: FailedStep | undefined;
+
+  /** Notes a run's outcome; adds `resumed` to the first run through after failed ones. */
+  note(report: RunReport): RunReport {
+    if (report.error !== undefined) {
+      this.since ??= report.atMs;
+      this.failedRuns++;
+      this.lastFailedStep = report.failedStep;
+      return report;
+    }
+    if (this.since === undefined) return report;
+    const resumed = {
+      afterMs: report.atMs - this.since,
+      failedRuns: this.failedRuns,
+      ...(this.lastFailedStep ? { lastFailedStep: this.lastFailedStep } : {}),
+    };
+    this.since = undefined;
+    this.failedRuns = 0;
+    this.lastFailedStep = undefined;
+    return { ...report, resumed };
+  }
 }
 
 /**
@@ -176,12 +235,14 @@ export async function runOnce(options: AgentOptions): Promise<RunReport> {
   const clock = options.clock ?? Date.now;
   const atMs = clock();
   let answer: ManagedAnswer;
+  let step: FailedStep = "reading the cluster";
   try {
     const snapshot = snapshotOf(await options.cluster.read());
+    step = "asking the pacer";
     // A dry run must not advance the gate's hysteresis or the throttle either.
     answer = await options.pacer.evaluate(snapshot, options.config, options.dryRun);
   } catch (error) {
-    return failedRun(atMs, clock() - atMs, options.dryRun, error);
+    return failedRun(atMs, clock() - atMs, options.dryRun, error, step);
   }
   return carryOutAnswer(options.cluster, answer, options.dryRun, atMs, clock, options.catchUp);
 }
@@ -190,8 +251,9 @@ export async function runOnce(options: AgentOptions): Promise<RunReport> {
 export async function runAgent(options: AgentOptions): Promise<boolean> {
   const sleep = options.sleep ?? sleepUnlessAborted;
   let failures = 0;
+  const outage = new OutageTracker();
   while (!options.signal.aborted) {
-    const report = await runOnce(options);
+    const report = outage.note(await runOnce(options));
     options.observer.run(report);
     if (options.once) return report.error === undefined;
     if (report.error !== undefined) {

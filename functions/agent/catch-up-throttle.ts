@@ -1,6 +1,11 @@
 import type { CatchUpThrottle } from "../../schemas/answer.ts";
 import type { ThrottleRecord } from "../../schemas/throttle-record.ts";
-import type { ConfigChange, ConfigChangeResult, ConfigValue } from "../kafka/admin.ts";
+import {
+  BrokerNotInMetadataError,
+  type ConfigChange,
+  type ConfigChangeResult,
+  type ConfigValue,
+} from "../kafka/admin.ts";
 import type { ThrottleRecordStore } from "./throttle-record.ts";
 
 /**
@@ -50,6 +55,12 @@ export interface ThrottleReport {
   leftAlone: { broker: number; config: string; rate: string; source: string }[];
   /** Brokers whose catch-up the pacer stopped throttling this run. */
   lifted: number[];
+  /**
+   * Brokers with a rate of the pacer's that is no longer wanted but could not be lifted: they are
+   * down (a broker's own configs are changed on it). Kafka keeps the rate while it is down; the first
+   * run that finds it back lifts it, or keeps it if it comes back behind.
+   */
+  liftWhenBack: number[];
   /** Config changes sent (or, on a dry run, that would have been). */
   changes: string[];
   /** What could not be done this run; it is tried again next run. */
@@ -144,7 +155,14 @@ export class CatchUpThrottler {
       await this.store.save(record);
       stored = JSON.stringify(record);
     };
-    const report: ThrottleReport = { throttled: [], leftAlone: [], lifted: [], changes: [], errors: [] };
+    const report: ThrottleReport = {
+      throttled: [],
+      leftAlone: [],
+      lifted: [],
+      liftWhenBack: [],
+      changes: [],
+      errors: [],
+    };
     const step = new Steps(report, dryRun, this.kafka, record, async () => {
       if (!dryRun) await save();
     });
@@ -189,8 +207,10 @@ export class CatchUpThrottler {
         sinceMs: record.throttlingSinceMs[id] ?? nowMs,
       });
     }
+    const down = new Set(report.liftWhenBack.map(String));
     for (const id of Object.keys(record.throttlingSinceMs)) {
-      if (throttling.has(id)) continue;
+      // A broker down keeps its rate in Kafka, and so its place here, until a run finds it back.
+      if (throttling.has(id) || down.has(id)) continue;
       delete record.throttlingSinceMs[id];
       // A broker wanted this run whose every rate was someone else's was never throttled by us.
       if (before.has(id)) report.lifted.push(Number(id));
@@ -325,7 +345,15 @@ export class CatchUpThrottler {
     const mine = record.rates[key] as ThrottleRecord["rates"][string];
     const { config, name } = splitKey(key);
     const broker = Number(name);
-    const current = (await this.kafka.describeBrokerConfigs(broker, [config])).get(config);
+    let configs: Map<string, ConfigValue>;
+    try {
+      configs = await this.kafka.describeBrokerConfigs(broker, [config]);
+    } catch (error) {
+      if (!(error instanceof BrokerNotInMetadataError)) throw error;
+      step.report.liftWhenBack.push(broker);
+      return;
+    }
+    const current = configs.get(config);
     if (current?.source === "broker" && Number(current.value) === mine.rateBytesPerSecond) {
       const change: ConfigChange = {
         resource: { type: "broker", name },

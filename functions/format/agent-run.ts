@@ -7,7 +7,10 @@ const LISTED = 20;
 /** The line a person reads for each run. */
 export function formatRun(report: RunReport): string {
   const time = new Date(report.atMs).toISOString();
-  if (report.error !== undefined) return `${time} run failed, nothing elected: ${report.error}`;
+  if (report.error !== undefined) {
+    const where = report.failedStep ? `${report.failedStep} failed: ` : "";
+    return `${time} run failed, nothing elected: ${where}${report.error}`;
+  }
   const e = report.elections;
   const failed = Object.values(e.failed).reduce((a, b) => a + b, 0);
   const codes = Object.entries(e.failed).map(([code, n]) => `${n}×${code}`);
@@ -16,6 +19,7 @@ export function formatRun(report: RunReport): string {
       ? `asked ${e.asked} (dry run: nothing elected)`
       : `asked ${e.asked}, done ${e.done}, not needed ${e.notNeeded}, failed ${failed}${codes.length ? ` (${codes.join(", ")})` : ""}`,
   ];
+  if (report.resumed) parts.unshift(resumedPart(report.resumed));
   if (e.requestError) parts.push(`request failed: ${e.requestError}`);
   if (report.deferred) parts.push(`deferred: ${report.deferred}`);
   parts.push(
@@ -31,6 +35,13 @@ export function formatRun(report: RunReport): string {
     parts.push(`would elect ${listed.join(", ")}${more}`);
   }
   return `${time} ${parts.join("; ")}`;
+}
+
+/** "back after 12 s: 4 runs failed reading the cluster, nothing elected meanwhile". */
+function resumedPart(r: NonNullable<RunReport["resumed"]>): string {
+  const runs = `${r.failedRuns} run${r.failedRuns === 1 ? "" : "s"} failed`;
+  const step = r.lastFailedStep ? ` ${r.lastFailedStep}` : "";
+  return `back after ${Math.round(r.afterMs / 1000)} s: ${runs}${step}, nothing elected meanwhile`;
 }
 
 function heldBackDetail(b: RunReport["heldBack"][number]): string {
@@ -53,6 +64,8 @@ function catchUpParts(c: NonNullable<RunReport["catchUp"]>, dryRun: boolean): st
         .join(", ")}`,
     );
   if (c.lifted.length) parts.push(`catch-up throttle lifted: broker ${c.lifted.join(", broker ")}`);
+  for (const broker of c.liftWhenBack)
+    parts.push(`broker ${broker} is down: its catch-up throttle is lifted once it is back`);
   for (const b of c.leftAlone)
     parts.push(`broker ${b.broker}: its own ${b.config} (${b.rate} B/s, ${b.source}) left as it is`);
   if (dryRun && c.changes.length) {

@@ -11,6 +11,12 @@ export class AgentMetrics implements AgentObserver {
     labelNames: ["outcome"],
     registers: [this.registry],
   });
+  private readonly failedRuns = new Counter({
+    name: "leadership_pacer_agent_failed_runs_total",
+    help: "Runs that elected nothing because a step failed, by step (cluster: reading it; pacer: asking it)",
+    labelNames: ["step"],
+    registers: [this.registry],
+  });
   private readonly elections = new Counter({
     name: "leadership_pacer_agent_elections_total",
     help: "Preferred-leader elections carried out, by result (done, not_needed, failed_<code>, request_failed)",
@@ -59,7 +65,11 @@ export class AgentMetrics implements AgentObserver {
 
   run(report: RunReport): void {
     this.runs.inc({ outcome: report.error === undefined ? "ok" : "failed" });
-    if (report.error !== undefined) return;
+    if (report.error !== undefined) {
+      const step = { "reading the cluster": "cluster", "asking the pacer": "pacer" } as const;
+      this.failedRuns.inc({ step: report.failedStep ? step[report.failedStep] : "unknown" });
+      return;
+    }
     const e = report.elections;
     this.asked.inc(e.asked);
     if (!report.dryRun) {

@@ -103,6 +103,16 @@ export class KafkaRequestError extends Error {
   }
 }
 
+/** A call meant for one broker (its own configs, its log dirs), which is not in the cluster's metadata: it is down. */
+export class BrokerNotInMetadataError extends Error {
+  constructor(
+    readonly brokerId: number,
+    role: string,
+  ) {
+    super(`${role} ${brokerId} is not in the cluster's metadata (down, or not yet registered)`);
+  }
+}
+
 const API_DESCRIBE_TOPIC_PARTITIONS = 75;
 const RESOURCE_TOPIC = 2;
 const RESOURCE_BROKER = 4;
@@ -400,7 +410,7 @@ export class KafkaAdminClient {
   ): Promise<T> {
     const { endpoints } = await this.brokerMetadata();
     const endpoint = endpoints.find((e) => e.id === brokerId);
-    if (!endpoint) throw new Error(`Metadata names no reachable ${role} (${role} id ${brokerId})`);
+    if (!endpoint) throw new BrokerNotInMetadataError(brokerId, role);
     for (let attempt = 0; ; attempt++) {
       const reused = this.brokerConnections.get(brokerId)?.isConnected() === true;
       try {

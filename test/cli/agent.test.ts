@@ -60,7 +60,7 @@ describe("pacer agent's command line", () => {
     expect(stderr).toContain("leader.imbalance.election.max.per.run");
   });
 
-  it("--once with Kafka unreachable elects nothing and exits 1", async () => {
+  it("--once with Kafka unreachable elects nothing, says reading the cluster failed, and exits 1", async () => {
     const port = await freePort();
     const { code, stdout } = agent([
       "--bootstrap-server",
@@ -73,7 +73,9 @@ describe("pacer agent's command line", () => {
       "--once",
     ]);
     expect(code).toBe(1);
-    expect(stdout).toMatch(/run failed, nothing elected: cannot connect to any bootstrap server/);
+    expect(stdout).toMatch(
+      /run failed, nothing elected: reading the cluster failed: cannot connect to any bootstrap server/,
+    );
   });
 });
 
