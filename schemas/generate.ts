@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import * as z from "zod";
 import { RunAnswer } from "./answer.ts";
 import { ConfigOverrides } from "./config.ts";
+import { ClusterConnection } from "./connection.ts";
 import { ProblemDetails } from "./problems.ts";
 import { Snapshot } from "./snapshot.ts";
 import { PacerState } from "./state.ts";
@@ -10,7 +11,12 @@ import { PacerState } from "./state.ts";
  * Writes the JSON Schema files in schemas/json from the zod schemas; with --check, exits 1 if any file
  * on disk differs from what would be written (the tests run it, so a stale file fails the build).
  */
-const INPUTS = { config: ConfigOverrides, snapshot: Snapshot, state: PacerState };
+const INPUTS = {
+  config: ConfigOverrides,
+  snapshot: Snapshot,
+  state: PacerState,
+  connection: ClusterConnection,
+};
 const OUTPUTS = { answer: RunAnswer, problem: ProblemDetails };
 
 const files: Record<string, unknown> = {};

@@ -9,6 +9,7 @@ import {
   ConfigOverrides as ConfigOverridesSchema,
   effectiveConfig,
 } from "../../schemas/config.ts";
+import { ClusterConnection } from "../../schemas/connection.ts";
 import { invalidInput, type ProblemDetails, problem, validateWith } from "../../schemas/problems.ts";
 import { CLUSTER_ID, validateManagedRequest } from "../../schemas/request.ts";
 import { validateSnapshot } from "../../schemas/snapshot.ts";
@@ -314,8 +315,12 @@ export function createApi(options: AppOptions): Hono<Env> {
   // they expire; a later run under the same id starts a new cluster.
   app.delete("/v1/clusters/:clusterId", async (c) => {
     const clusterId = c.req.param("clusterId");
-    if (!(await store.deleteCluster(clusterId)))
-      return send(c, problem("not-found", `No cluster "${clusterId}"`));
+    // Its connection goes with it: the worker no longer reaches a cluster removed from the fleet.
+    const [cluster, connection] = await Promise.all([
+      store.deleteCluster(clusterId),
+      store.deleteConnection(clusterId),
+    ]);
+    if (!cluster && !connection) return send(c, problem("not-found", `No cluster "${clusterId}"`));
     return c.body(null, 204);
   });
 
@@ -380,6 +385,31 @@ export function createApi(options: AppOptions): Hono<Env> {
     return c.json({ version: written, record });
   });
 
+  // How the worker reaches the cluster itself: references to secrets, never a secret (schemas/connection.ts).
+  app.get("/v1/clusters/:clusterId/connection", async (c) => {
+    const clusterId = c.req.param("clusterId");
+    const connection = await store.getConnection(clusterId);
+    if (!connection)
+      return send(c, problem("not-found", `No connection registered for "${clusterId}": PUT one`));
+    return c.json(connection);
+  });
+
+  app.put("/v1/clusters/:clusterId/connection", async (c) => {
+    const body = await readJsonBody(c.req.raw, maxBodyBytes, bodyStream(c));
+    if (!body.ok) return send(c, body.problem);
+    const put = validateWith(ClusterConnection, body.value);
+    if (!put.ok) return send(c, invalidInput(put.problems, "connection"));
+    await store.putConnection(c.req.param("clusterId"), put.value, clock());
+    return c.json(put.value);
+  });
+
+  app.delete("/v1/clusters/:clusterId/connection", async (c) => {
+    const clusterId = c.req.param("clusterId");
+    if (!(await store.deleteConnection(clusterId)))
+      return send(c, problem("not-found", `No connection registered for "${clusterId}"`));
+    return c.body(null, 204);
+  });
+
   // Known paths with a method they do not serve: 405 with the methods they do.
   const allowed: [string, string][] = [
     ["/healthz", "GET"],
@@ -394,6 +424,7 @@ export function createApi(options: AppOptions): Hono<Env> {
     ["/v1/clusters/:clusterId/brokers/:brokerId", "GET"],
     ["/v1/clusters/:clusterId/snapshot", "PUT"],
     ["/v1/clusters/:clusterId/catch-up-throttles", "GET, PUT"],
+    ["/v1/clusters/:clusterId/connection", "GET, PUT, DELETE"],
     ["/v1/fleet/config", "GET, PUT"],
   ];
   for (const [path, methods] of allowed) {

@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { RunAnswer } from "../../schemas/answer.ts";
 import { ConfigOverrides } from "../../schemas/config.ts";
+import { ClusterConnection } from "../../schemas/connection.ts";
 import { ProblemDetails } from "../../schemas/problems.ts";
 import { ClusterId, EvaluateRequest, ManagedEvaluateRequest } from "../../schemas/request.ts";
 import { Snapshot } from "../../schemas/snapshot.ts";
@@ -34,6 +35,7 @@ function components(): Record<string, unknown> {
       PacerState,
       ClusterId,
       VersionedCatchUpThrottleRecord: VersionedThrottleRecord,
+      ClusterConnection,
     }),
     "input",
   );
@@ -214,6 +216,31 @@ export function openApiDocument(pages: Record<string, unknown> = {}): Record<str
             200: { description: "Written, with its new version", ...json("VersionedCatchUpThrottleRecord") },
             ...problems(400, 401, 403, 409, 415, 503, 507),
           },
+        },
+      },
+      "/v1/clusters/{clusterId}/connection": {
+        get: {
+          summary: "How the worker reaches the cluster itself: secrets only by reference, never a secret",
+          parameters: [clusterIdParameter],
+          responses: {
+            200: { description: "The connection", ...json("ClusterConnection") },
+            ...problems(400, 401, 403, 404, 503),
+          },
+        },
+        put: {
+          summary:
+            "Register or replace it; a secret given inline (sasl.jaas.config, ssl.keystore.key, passwords) is refused",
+          parameters: [clusterIdParameter],
+          requestBody: { required: true, ...json("ClusterConnection") },
+          responses: {
+            200: { description: "Stored", ...json("ClusterConnection") },
+            ...problems(400, 401, 403, 413, 415, 503),
+          },
+        },
+        delete: {
+          summary: "Forget it: the worker stops reaching the cluster (the cluster's removal does too)",
+          parameters: [clusterIdParameter],
+          responses: { 204: { description: "Forgotten" }, ...problems(400, 401, 403, 404, 503) },
         },
       },
       "/v1/fleet/config": {

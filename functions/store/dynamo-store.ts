@@ -1,5 +1,6 @@
 import { DescribeTableCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import * as clusters from "./dynamo/clusters.ts";
+import * as connections from "./dynamo/connections.ts";
 import * as decisions from "./dynamo/decisions.ts";
 import * as fleet from "./dynamo/fleet.ts";
 import * as idempotency from "./dynamo/idempotency.ts";
@@ -13,7 +14,7 @@ export { SnapshotTooLargeError } from "./dynamo/snapshots.ts";
 /**
  * The store on DynamoDB: one table, each cluster's items under one partition key. Each kind of item
  * has a module of its own under dynamo/ (the cluster item, decisions, idempotency records, snapshots,
- * catch-up throttle records, the fleet's config); this class only hands each operation its table.
+ * catch-up throttle records, connections, the fleet's config); this class only hands each operation its table.
  */
 export class DynamoStore implements PacerStore {
   private readonly table: Table;
@@ -60,6 +61,18 @@ export class DynamoStore implements PacerStore {
 
   putThrottleRecord(...args: Parameters<PacerStore["putThrottleRecord"]>) {
     return throttleRecords.putThrottleRecord(this.table, ...args);
+  }
+
+  getConnection(...args: Parameters<PacerStore["getConnection"]>) {
+    return connections.getConnection(this.table, ...args);
+  }
+
+  putConnection(...args: Parameters<PacerStore["putConnection"]>) {
+    return connections.putConnection(this.table, ...args);
+  }
+
+  deleteConnection(...args: Parameters<PacerStore["deleteConnection"]>) {
+    return connections.deleteConnection(this.table, ...args);
   }
 
   recordTick(...args: Parameters<PacerStore["recordTick"]>) {

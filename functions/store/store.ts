@@ -1,4 +1,5 @@
 import type { ConfigOverrides } from "../../schemas/config.ts";
+import type { ClusterConnection } from "../../schemas/connection.ts";
 import type { PacerState } from "../../schemas/state.ts";
 import type { ThrottleRecord, VersionedThrottleRecord } from "../../schemas/throttle-record.ts";
 
@@ -229,6 +230,12 @@ export interface PacerStore {
     expectedVersion: number,
     nowMs: number,
   ): Promise<number | null>;
+
+  /** How the worker reaches the cluster itself; null if it was never registered. */
+  getConnection(clusterId: string): Promise<ClusterConnection | null>;
+  putConnection(clusterId: string, connection: ClusterConnection, nowMs: number): Promise<void>;
+  /** False if the cluster had none. */
+  deleteConnection(clusterId: string): Promise<boolean>;
 
   /** Throws if the store cannot be reached. */
   ping(): Promise<void>;
