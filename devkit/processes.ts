@@ -39,9 +39,11 @@ export interface PacerProcess {
 /** `pacer <args>` as its own process, as an operator runs it, its output collected. */
 export function spawnPacer(
   args: string[],
-  options: { input?: string; env?: NodeJS.ProcessEnv } = {},
+  options: { input?: string; env?: NodeJS.ProcessEnv; prefix?: string[] } = {},
 ): PacerProcess {
-  const child = spawn(process.execPath, ["bin/pacer.js", ...args], {
+  // A prefix that execs its command (`ip netns exec …`) leaves the pacer at the child's pid: signals reach it.
+  const [exe, ...rest] = [...(options.prefix ?? []), process.execPath, "bin/pacer.js", ...args];
+  const child = spawn(exe as string, rest, {
     stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
     env: { ...process.env, ...options.env },
   });

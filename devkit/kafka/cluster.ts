@@ -13,6 +13,7 @@ import {
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
+import { Admin } from "@platformatic/kafka";
 import { KafkaAdminClient } from "../../functions/kafka/admin.ts";
 import { mavenClasspath } from "../maven.ts";
 import { freePort } from "../processes.ts";
@@ -392,13 +393,14 @@ export class KafkaCluster {
 
   /**
    * Restarts the controllers with other properties (Kafka's balancer settings are read only at start),
-   * one after another.
+   * one after another; they keep them when started again later, as an edited server.properties does.
    */
   async restartController(overrides: Properties): Promise<void> {
     for (const controller of this.controllers) {
       if (controller.role !== "controller") throw new Error("no KRaft controller in ZooKeeper mode");
       await this.stop(controller, "SIGTERM");
-      this.launch(controller, overrides);
+      controller.properties = { ...controller.properties, ...overrides };
+      this.launch(controller);
     }
     await this.waitForBrokers(this.brokerIds());
   }
@@ -408,8 +410,23 @@ export class KafkaCluster {
     return this.controllers.map((c) => c.id);
   }
 
-  /** The quorum's leader, the active controller, as Kafka's own `kafka-metadata-quorum` reports it. */
+  /**
+   * The active controller: the quorum's leader, as Kafka's own `kafka-metadata-quorum` reports it; in
+   * ZooKeeper mode the broker that Metadata names.
+   */
   async activeController(): Promise<number> {
+    if (this.release.mode === "zookeeper") {
+      // The controller is a broker, named in Metadata.
+      const admin = new Admin({
+        clientId: "devkit-controller",
+        bootstrapBrokers: this.bootstrapServers.split(","),
+      });
+      try {
+        return (await admin.metadata({ topics: [] })).controllerId;
+      } finally {
+        await admin.close();
+      }
+    }
     const { code, output } = await this.runTool("org.apache.kafka.tools.MetadataQuorumCommand", [
       "--bootstrap-server",
       this.bootstrapServers,

@@ -456,7 +456,13 @@ export const startPacerWait = (cluster: KafkaCluster, broker: number, timeout: s
 export function startAgent(
   cluster: KafkaCluster,
   pacer: Exclude<Pacer, { kind: "kafka-balancer" }>,
-  options: { config?: Record<string, string | number>; args?: string[]; dataDir?: string } = {},
+  options: {
+    config?: Record<string, string | number>;
+    args?: string[];
+    dataDir?: string;
+    /** Runs the agent under this command prefix (a network namespace of its own). */
+    prefix?: string[];
+  } = {},
 ) {
   const dir = mkdtempSync(join(tmpdir(), "pacer-agent-"));
   const dataDir = options.dataDir ?? join(dir, "data");
@@ -471,16 +477,19 @@ export function startAgent(
     pacer.kind === "agent-embedded"
       ? ["--embedded", "--data-dir", dataDir]
       : ["--pacer-url", pacer.url, "--cluster-id", pacer.clusterId, "--data-dir", dataDir];
-  const agent = spawnPacer([
-    "agent",
-    "--bootstrap-server",
-    cluster.bootstrapServers,
-    ...target,
-    "--config",
-    configFile,
-    "--json",
-    ...(options.args ?? []),
-  ]);
+  const agent = spawnPacer(
+    [
+      "agent",
+      "--bootstrap-server",
+      cluster.bootstrapServers,
+      ...target,
+      "--config",
+      configFile,
+      "--json",
+      ...(options.args ?? []),
+    ],
+    { prefix: options.prefix },
+  );
   const { child, exited } = agent;
   let stopped: Promise<AgentRunLine[]> | undefined;
   return {
