@@ -138,9 +138,17 @@ const brokerBehind = async (
     60_000,
     `leadership off broker ${id}`,
   );
-  await produceUneven(cluster, TOPICS, PARTITIONS_PER_TOPIC, produceMb * MB).catch((error) => {
-    throw new Error(`producing while broker ${id} is down: ${describeError(error)}`);
-  });
+  // In ZooKeeper mode the controller tells the other brokers of the new leaders one by one: a
+  // producer that asked one not yet told still sends to the dead broker, and is tried again shortly.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await produceUneven(cluster, TOPICS, PARTITIONS_PER_TOPIC, produceMb * MB);
+      return;
+    } catch (error) {
+      if (attempt === 3) throw new Error(`producing while broker ${id} is down: ${describeError(error)}`);
+      await new Promise((r) => setTimeout(r, 3000));
+    }
+  }
 };
 const brokerBack = async (downtime: Downtime, id: number) => {
   await cluster.startBroker(id);
