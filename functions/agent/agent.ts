@@ -1,7 +1,7 @@
 import type { ConfigOverrides } from "../../schemas/config.ts";
 import type { ManagedAnswer } from "../api/managed-run.ts";
 import type { ElectionResult, TopicPartition } from "../kafka/admin.ts";
-import type { CatchUpThrottler, ThrottleReport } from "./catch-up-throttle.ts";
+import { type CatchUpThrottler, emptyThrottleReport, type ThrottleReport } from "./catch-up-throttle.ts";
 import type { PacerClient } from "./pacer-client.ts";
 import { type ClusterRead, snapshotOf } from "./snapshot.ts";
 
@@ -113,15 +113,6 @@ export interface AgentOptions {
 
 export const DEFAULT_BACKOFF = { initialMs: 1_000, maxMs: 30_000 };
 
-const NO_THROTTLES: ThrottleReport = {
-  throttled: [],
-  leftAlone: [],
-  lifted: [],
-  liftWhenBack: [],
-  changes: [],
-  errors: [],
-};
-
 /** An abortable sleep that resolves early (never rejects) when the signal fires. */
 export function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -211,7 +202,7 @@ export async function carryOutAnswer(
   // A service that predates catch-up pacing answers none: nothing of ours is wanted.
   const throttles = catchUp
     ? await catchUp.apply(answer.catchUpThrottles ?? [], dryRun).catch((error: Error) => ({
-        ...NO_THROTTLES,
+        ...emptyThrottleReport(),
         errors: [error.message],
       }))
     : undefined;

@@ -67,6 +67,16 @@ export interface ThrottleReport {
   errors: string[];
 }
 
+/** A report of nothing done: a run's start, or a run whose record could not be read. */
+export const emptyThrottleReport = (): ThrottleReport => ({
+  throttled: [],
+  leftAlone: [],
+  lifted: [],
+  liftWhenBack: [],
+  changes: [],
+  errors: [],
+});
+
 /** One rate the wanted throttles hold on one broker, and the list entries that go with it. */
 interface WantedRate {
   key: string;
@@ -155,14 +165,7 @@ export class CatchUpThrottler {
       await this.store.save(record);
       stored = JSON.stringify(record);
     };
-    const report: ThrottleReport = {
-      throttled: [],
-      leftAlone: [],
-      lifted: [],
-      liftWhenBack: [],
-      changes: [],
-      errors: [],
-    };
+    const report = emptyThrottleReport();
     const step = new Steps(report, dryRun, this.kafka, record, async () => {
       if (!dryRun) await save();
     });

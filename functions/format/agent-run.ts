@@ -38,7 +38,7 @@ export function formatRun(report: RunReport): string {
 }
 
 /** "back after 12 s: 4 runs failed reading the cluster, nothing elected meanwhile". */
-function resumedPart(r: NonNullable<RunReport["resumed"]>): string {
+export function resumedPart(r: NonNullable<RunReport["resumed"]>): string {
   const runs = `${r.failedRuns} run${r.failedRuns === 1 ? "" : "s"} failed`;
   const step = r.lastFailedStep ? ` ${r.lastFailedStep}` : "";
   return `back after ${Math.round(r.afterMs / 1000)} s: ${runs}${step}, nothing elected meanwhile`;
@@ -64,8 +64,7 @@ function catchUpParts(c: NonNullable<RunReport["catchUp"]>, dryRun: boolean): st
         .join(", ")}`,
     );
   if (c.lifted.length) parts.push(`catch-up throttle lifted: broker ${c.lifted.join(", broker ")}`);
-  for (const broker of c.liftWhenBack)
-    parts.push(`broker ${broker} is down: its catch-up throttle is lifted once it is back`);
+  for (const broker of c.liftWhenBack) parts.push(liftWhenBackPart(broker));
   for (const b of c.leftAlone)
     parts.push(`broker ${b.broker}: its own ${b.config} (${b.rate} B/s, ${b.source}) left as it is`);
   if (dryRun && c.changes.length) {
@@ -76,3 +75,6 @@ function catchUpParts(c: NonNullable<RunReport["catchUp"]>, dryRun: boolean): st
     parts.push(`catch-up throttle not done (tried again next run): ${c.errors.join("; ")}`);
   return parts;
 }
+
+export const liftWhenBackPart = (broker: number) =>
+  `broker ${broker} is down: its catch-up throttle is lifted once it is back`;

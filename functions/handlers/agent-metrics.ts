@@ -1,6 +1,12 @@
 import { createServer, type Server } from "node:http";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { AgentObserver, RunReport } from "../agent/agent.ts";
+import type { AgentObserver, FailedStep, RunReport } from "../agent/agent.ts";
+
+/** The `step` label of a failed run. */
+const STEP_LABELS: Record<FailedStep, string> = {
+  "reading the cluster": "cluster",
+  "asking the pacer": "pacer",
+};
 
 /** The agent's runs as Prometheus metrics, served on `--metrics-port`. */
 export class AgentMetrics implements AgentObserver {
@@ -66,8 +72,7 @@ export class AgentMetrics implements AgentObserver {
   run(report: RunReport): void {
     this.runs.inc({ outcome: report.error === undefined ? "ok" : "failed" });
     if (report.error !== undefined) {
-      const step = { "reading the cluster": "cluster", "asking the pacer": "pacer" } as const;
-      this.failedRuns.inc({ step: report.failedStep ? step[report.failedStep] : "unknown" });
+      this.failedRuns.inc({ step: report.failedStep ? STEP_LABELS[report.failedStep] : "unknown" });
       return;
     }
     const e = report.elections;

@@ -28,7 +28,7 @@ import {
   LEADER_REPLICAS,
 } from "../../functions/agent/catch-up-throttle.ts";
 import { PacerClient } from "../../functions/agent/pacer-client.ts";
-import { formatRun } from "../../functions/format/agent-run.ts";
+import { formatRun, liftWhenBackPart, resumedPart } from "../../functions/format/agent-run.ts";
 import { readCluster } from "../../functions/handlers/kafka-args.ts";
 import { KafkaAdminClient, type TopicPartition } from "../../functions/kafka/admin.ts";
 import { startEmbeddedStore } from "../../functions/store/embedded.ts";
@@ -106,11 +106,9 @@ class Downtime {
 }
 
 interface Ramp {
-  watcher: LeadershipWatcher;
   downtime: Downtime;
   /** The agent processes, in order: a fault may kill one and start the next. */
   agents: ReturnType<typeof startAgent>[];
-  dataDir: string;
   startAgent(): ReturnType<typeof startAgent>;
 }
 
@@ -118,7 +116,6 @@ interface FaultResult {
   downtime: Downtime;
   moves: LeadershipMove[];
   runs: AgentRunLine[];
-  output: string;
   unexpectedExits: number;
   recoveredMs: number;
 }
@@ -179,10 +176,8 @@ async function recoveryWithFault(
   // fault leaves in its store (a throttle to lift, the gate's state) is the next agent's to find.
   const dataDir = join(scratch, "agent-data");
   const ramp: Ramp = {
-    watcher,
     downtime,
     agents: [],
-    dataDir,
     startAgent() {
       const pacer = target();
       if (pacer.kind === "kafka-balancer") throw new Error("no agent runs beside Kafka's balancer");
@@ -218,7 +213,6 @@ async function recoveryWithFault(
       downtime,
       moves: watcher.moves,
       runs: ramp.agents.flatMap((a) => a.runs()),
-      output: ramp.agents.map((a) => a.output()).join("\n"),
       unexpectedExits,
       recoveredMs,
     };
@@ -283,14 +277,8 @@ function saidOf(result: FaultResult, quiet: string): string {
   const add = (text: string) => said.set(text, (said.get(text) ?? 0) + 1);
   const codes = new Map<string, number>();
   for (const run of result.runs) {
-    if (run.resumed) {
-      const { afterMs, failedRuns, lastFailedStep } = run.resumed;
-      add(
-        `back after ${Math.round(afterMs / 1000)} s: ${failedRuns} run${failedRuns === 1 ? "" : "s"} failed ${lastFailedStep ?? ""}, nothing elected meanwhile`,
-      );
-    }
-    for (const broker of run.catchUp?.liftWhenBack ?? [])
-      add(`broker ${broker} is down: its catch-up throttle is lifted once it is back`);
+    if (run.resumed) add(resumedPart(run.resumed));
+    for (const broker of run.catchUp?.liftWhenBack ?? []) add(liftWhenBackPart(broker));
     for (const error of run.catchUp?.errors ?? []) add(`catch-up throttle not done: ${error.slice(0, 80)}`);
     for (const [code, n] of Object.entries(run.elections.failed)) codes.set(code, (codes.get(code) ?? 0) + n);
   }
@@ -311,6 +299,13 @@ const catchUpErrors = (result: FaultResult) =>
     .flatMap((r) => r.catchUp?.errors ?? [])
     .filter((e) => !(cluster.release.mode === "zookeeper" && /^broker \d+: Connection to .* failed/.test(e)));
 
+/** `pacer serve` on `port` with no tick of its own, once it answers; `env` says where its store is. */
+async function servePacer(port: number, env: NodeJS.ProcessEnv) {
+  const service = spawnPacer(["serve"], { env: { PORT: String(port), PACER_TICK_SECONDS: "0", ...env } });
+  await waitUntilListening("pacer serve", `http://127.0.0.1:${port}/healthz`, service.child);
+  return service;
+}
+
 /**
  * The agent's own run in this process, against a `pacer serve` of its own, for a fault that must land
  * at one exact point of a run: the test's access to the cluster wraps the real one. Starts with the
@@ -330,10 +325,7 @@ async function inProcessAgent(brokers: number[], clusterId: string) {
   );
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const service = spawnPacer(["serve"], {
-    env: { PORT: String(port), PACER_DATA_DIR: join(scratch, clusterId), PACER_TICK_SECONDS: "0" },
-  });
-  await waitUntilListening("pacer serve", `${url}/healthz`, service.child);
+  const service = await servePacer(port, { PACER_DATA_DIR: join(scratch, clusterId) });
   const watcher = new LeadershipWatcher(cluster, TOPICS);
   const kafkaOfAgent = new KafkaAdminClient({ bootstrapServers: cluster.bootstrapServers.split(",") });
   const pacer = new PacerClient(url, clusterId, (request) => fetch(request));
@@ -373,7 +365,6 @@ async function inProcessAgent(brokers: number[], clusterId: string) {
         downtime,
         moves,
         runs: runs as unknown as AgentRunLine[],
-        output: "",
         unexpectedExits: 0,
         recoveredMs,
       };
@@ -737,22 +728,14 @@ export function faultSuite(release: KafkaRelease): void {
       const port = await freePort();
       const dataDir = join(scratch, "serve-data");
       const url = `http://127.0.0.1:${port}`;
-      const serve = () => {
-        const process = spawnPacer(["serve"], {
-          env: { PORT: String(port), PACER_DATA_DIR: dataDir, PACER_TICK_SECONDS: "0" },
-        });
-        return process;
-      };
-      let service = serve();
-      await waitUntilListening("pacer serve", `${url}/healthz`, service.child);
+      let service = await servePacer(port, { PACER_DATA_DIR: dataDir });
       try {
         const result = await recoveryWithFault(
           async () => {
             service.child.kill("SIGKILL");
             await service.exited;
             await new Promise((r) => setTimeout(r, 3 * INTERVAL_MS));
-            service = serve();
-            await waitUntilListening("pacer serve", `${url}/healthz`, service.child);
+            service = await servePacer(port, { PACER_DATA_DIR: dataDir });
           },
           () => ({ kind: "agent-serve", url, clusterId: "faults" }),
         );
@@ -778,17 +761,12 @@ export function faultSuite(release: KafkaRelease): void {
       let store = await startEmbeddedStore({ dataDir: storeDir, port: storePort });
       const port = await freePort();
       const url = `http://127.0.0.1:${port}`;
-      const service = spawnPacer(["serve"], {
-        env: {
-          PORT: String(port),
-          DYNAMODB_ENDPOINT: store.endpoint,
-          PACER_TICK_SECONDS: "0",
-          AWS_ACCESS_KEY_ID: "local",
-          AWS_SECRET_ACCESS_KEY: "local",
-          AWS_REGION: "us-east-1",
-        },
+      const service = await servePacer(port, {
+        DYNAMODB_ENDPOINT: store.endpoint,
+        AWS_ACCESS_KEY_ID: "local",
+        AWS_SECRET_ACCESS_KEY: "local",
+        AWS_REGION: "us-east-1",
       });
-      await waitUntilListening("pacer serve", `${url}/healthz`, service.child);
       try {
         const result = await recoveryWithFault(
           async () => {

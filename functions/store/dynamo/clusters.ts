@@ -2,7 +2,6 @@ import { setTimeout as delay } from "node:timers/promises";
 import {
   type AttributeValue,
   BatchGetItemCommand,
-  DeleteItemCommand,
   GetItemCommand,
   QueryCommand,
   UpdateItemCommand,
@@ -14,6 +13,7 @@ import { FLEET_KEY } from "./fleet.ts";
 import {
   clusterKey,
   conditionally,
+  deleteIfExists,
   guarded,
   IDENTITY,
   identityValues,
@@ -129,15 +129,7 @@ export async function putConfig(table: Table, clusterId: string, config: ConfigO
 }
 
 export function deleteCluster(table: Table, clusterId: string) {
-  return conditionally(() =>
-    table.client.send(
-      new DeleteItemCommand({
-        TableName: table.tableName,
-        Key: clusterKey(clusterId),
-        ConditionExpression: `attribute_exists(${TABLE.partitionKey})`,
-      }),
-    ),
-  );
+  return deleteIfExists(table, clusterKey(clusterId));
 }
 
 export async function resetState(table: Table, clusterId: string, nowMs: number) {

@@ -1,7 +1,6 @@
-import { DeleteItemCommand, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import type { ClusterConnection } from "../../../schemas/connection.ts";
-import { TABLE } from "../table.ts";
-import { conditionally, guarded, itemKey, json, n, parsed, type Table } from "./items.ts";
+import { deleteIfExists, guarded, itemKey, json, n, parsed, type Table } from "./items.ts";
 
 /**
  * How the worker reaches a cluster: an item of its own in the cluster's partition. It holds no secret,
@@ -36,13 +35,5 @@ export function putConnection(
 
 /** False if the cluster had none. */
 export function deleteConnection(table: Table, clusterId: string): Promise<boolean> {
-  return conditionally(() =>
-    table.client.send(
-      new DeleteItemCommand({
-        TableName: table.tableName,
-        Key: connectionKey(clusterId),
-        ConditionExpression: `attribute_exists(${TABLE.partitionKey})`,
-      }),
-    ),
-  );
+  return deleteIfExists(table, connectionKey(clusterId));
 }

@@ -1,6 +1,7 @@
 import {
   type AttributeValue,
   ConditionalCheckFailedException,
+  DeleteItemCommand,
   type DynamoDBClient,
 } from "@aws-sdk/client-dynamodb";
 import { StoreRejectedError, StoreUnavailableError } from "../store.ts";
@@ -50,6 +51,19 @@ export async function guarded<T>(operation: () => Promise<T>): Promise<T> {
     if ((error as Error)?.name === "ValidationException") throw new StoreRejectedError(error);
     throw new StoreUnavailableError(error);
   }
+}
+
+/** Deletes an item; false when there was none. */
+export function deleteIfExists(table: Table, key: Record<string, AttributeValue>): Promise<boolean> {
+  return conditionally(() =>
+    table.client.send(
+      new DeleteItemCommand({
+        TableName: table.tableName,
+        Key: key,
+        ConditionExpression: `attribute_exists(${TABLE.partitionKey})`,
+      }),
+    ),
+  );
 }
 
 /** A conditional write: true when it was applied, false when its condition did not hold. */
