@@ -88,6 +88,8 @@ interface WantedRate {
   entries: Map<string, string[]>;
 }
 
+type ConfigOperation = ConfigChange["configs"][number];
+
 const ERROR_UNKNOWN_TOPIC = 3;
 const rateKey = (config: string, broker: number) => `${config}@${broker}`;
 const listKey = (config: string, topic: string) => `${config}@${topic}`;
@@ -313,20 +315,20 @@ export class CatchUpThrottler {
     }
 
     const keys = [...new Set([...appends.keys(), ...subtracts.keys()])].sort();
-    const byTopic = new Map<string, ConfigChange>();
+    // Kafka refuses two operations on one config in one request (error 42, duplicate config keys):
+    // a list that loses some entries and gains others this run (one broker's throttle moving to
+    // another's) gets its removals in the first request and its additions in a second.
+    const first: [string, ConfigOperation][] = [];
+    const then: [string, ConfigOperation][] = [];
     for (const key of keys) {
-      const { config, name: topic } = splitKey(key);
-      const change = byTopic.get(topic) ?? { resource: { type: "topic", name: topic }, configs: [] };
-      byTopic.set(topic, change);
-      if (deletes.has(key)) change.configs.push({ name: config, op: "delete" });
-      else {
-        const add = appends.get(key);
-        const remove = subtracts.get(key);
-        if (add) change.configs.push({ name: config, op: "append", value: add.join(",") });
-        if (remove) change.configs.push({ name: config, op: "subtract", value: remove.join(",") });
-      }
+      const { config } = splitKey(key);
+      const add = appends.get(key);
+      const remove = subtracts.get(key);
+      if (deletes.has(key)) first.push([key, { name: config, op: "delete" }]);
+      else if (remove) first.push([key, { name: config, op: "subtract", value: remove.join(",") }]);
+      if (add) (remove ? then : first).push([key, { name: config, op: "append", value: add.join(",") }]);
     }
-    const results = await step.alter([...byTopic.values()]);
+    const results = await step.alter(byTopic(first));
     for (const result of results) {
       const topic = result.resource.name;
       // A topic deleted since holds nothing of ours any more.
@@ -340,6 +342,7 @@ export class CatchUpThrottler {
         else delete record.lists[key];
       }
     }
+    if (then.length > 0) await step.alter(byTopic(then));
     await step.save();
   }
 
@@ -368,6 +371,18 @@ export class CatchUpThrottler {
     delete record.rates[key];
     await step.save();
   }
+}
+
+/** Topic config operations, one change per topic. */
+function byTopic(operations: [string, ConfigOperation][]): ConfigChange[] {
+  const changes = new Map<string, ConfigChange>();
+  for (const [key, operation] of operations) {
+    const topic = splitKey(key).name;
+    const change = changes.get(topic) ?? { resource: { type: "topic", name: topic }, configs: [] };
+    changes.set(topic, change);
+    change.configs.push(operation);
+  }
+  return [...changes.values()];
 }
 
 /** The entries of a throttled-replicas list ("0:1,3:2" or "*"). */

@@ -14,6 +14,7 @@ import {
 import { type KafkaRelease, NEWEST, releaseName, selectedReleases } from "../../devkit/kafka/versions.ts";
 import { spawnPacer, startPacerServe } from "../../devkit/processes.ts";
 import {
+  CatchUpThrottler,
   FOLLOWER_RATE,
   FOLLOWER_REPLICAS,
   LEADER_RATE,
@@ -21,6 +22,8 @@ import {
   THROTTLE_CONFIGS,
 } from "../../functions/agent/catch-up-throttle.ts";
 import { KafkaAdminClient } from "../../functions/kafka/admin.ts";
+import type { CatchUpThrottle } from "../../schemas/answer.ts";
+import { EMPTY_RECORD, type ThrottleRecord } from "../../schemas/throttle-record.ts";
 
 /**
  * Catch-up pacing on real Kafka, the newest release on both sides of the quota and the oldest (3.7,
@@ -366,6 +369,55 @@ describe.each(CASES)("%s", (_, release, side) => {
       );
       expect(await throttleConfigs()).toEqual(before);
       await waitFor(allInSync, 180_000, "broker 1 back in every ISR");
+    },
+  );
+
+  it.runIf(side === "follower")(
+    "moves a throttle from one broker to another in one run: each list loses one's entries and gains the other's",
+    async () => {
+      let stored: ThrottleRecord = structuredClone(EMPTY_RECORD);
+      const throttler = new CatchUpThrottler(kafka, {
+        load: async () => structuredClone(stored),
+        save: async (record) => {
+          stored = structuredClone(record);
+        },
+      });
+      const partitions = [2, 3, 4];
+      const throttle = (broker: number): CatchUpThrottle => ({
+        broker,
+        rateBytesPerSecond: CATCH_UP_RATE,
+        outOfSync: partitions.length * TOPICS.length,
+        replicas: TOPICS.map((topic) => ({ topic, partitions })),
+        side: "follower",
+        leaders: [],
+      });
+      const listed = async () => {
+        const lists = await kafka.describeTopicConfigs(TOPICS, [REPLICAS]);
+        return TOPICS.map((topic) => lists.get(topic)?.get(REPLICAS)?.value ?? "");
+      };
+      // Broker 2 holds the operator's rate: broker 1 and then broker 3 are the pacer's to throttle.
+      const first = await throttler.apply([throttle(1)], false);
+      expect(first.errors).toEqual([]);
+      const moved = await throttler.apply([throttle(3)], false);
+      expect(moved.errors).toEqual([]);
+      expect(moved.lifted).toEqual([1]);
+      expect(await listed()).toEqual([
+        "2:3,3:3,4:3",
+        // payments holds the operator's entries first, as before.
+        `${OPERATOR_LIST},2:3,3:3,4:3`,
+      ]);
+      // A broker learns its own config change a moment after it was accepted in ZooKeeper mode.
+      await waitFor(
+        async () =>
+          (await kafka.describeBrokerConfigs(3, [RATE])).get(RATE)?.value === String(CATCH_UP_RATE)
+            ? true
+            : undefined,
+        30_000,
+        "broker 3's rate set",
+      );
+      const lifted = await throttler.liftAll();
+      expect(lifted.errors).toEqual([]);
+      await expectAsBefore();
     },
   );
 });
