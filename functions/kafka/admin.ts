@@ -476,12 +476,17 @@ export class KafkaAdminClient {
   }
 
   private newConnection(): Connection {
-    return new Connection(this.options.clientId ?? "leadership-pacer", {
+    const connection = new Connection(this.options.clientId ?? "leadership-pacer", {
       tls: this.options.tls,
       sasl: this.options.sasl,
       requestTimeout: this.options.requestTimeoutMs ?? 30_000,
       connectTimeout: Math.min(this.options.requestTimeoutMs ?? 10_000, 10_000),
     });
+    // A connection reset by a broker (killed, restarted) is emitted as an 'error' event, which with no
+    // listener ends the process. The calls in flight fail with it all the same (the socket closes),
+    // and the next call connects again.
+    connection.on("error", () => undefined);
+    return connection;
   }
 }
 

@@ -405,11 +405,20 @@ const ACTIVE_CONTROLLER_KILLED: Fault = {
   },
 };
 
+/**
+ * Produced while the broker of a fault is down: more than the leaders' throttles let through in their
+ * first burst (SLOW over the quota's 11 s window, about 30 MB from each of three leaders), so that its
+ * catch-up outlasts a slow start (log recovery after SIGKILL, then unfencing) and a run sees it
+ * behind. With 60 MB (30 MB for a second broker), a broker slow to start on a busy machine came back
+ * already in sync, and so was never gated: right, but nothing tested.
+ */
+const PRODUCED_WHILE_DOWN_MB = 100;
+
 const RECOVERING_BROKER_KILLED = {
   name: "the recovering broker killed again (SIGKILL) and restarted",
   againAtMs: 0,
   async inject(ramp: Ramp) {
-    await brokerBehind(ramp.downtime, 1, 60, "SIGKILL");
+    await brokerBehind(ramp.downtime, 1, PRODUCED_WHILE_DOWN_MB, "SIGKILL");
     RECOVERING_BROKER_KILLED.againAtMs = Date.now();
     await brokerBack(ramp.downtime, 1);
   },
@@ -418,7 +427,7 @@ const RECOVERING_BROKER_KILLED = {
 const SECOND_BROKER_STOPPED: Fault = {
   name: "a second broker stopped and restarted during the ramp",
   async inject(ramp) {
-    await brokerBehind(ramp.downtime, 2, 30, "SIGTERM");
+    await brokerBehind(ramp.downtime, 2, PRODUCED_WHILE_DOWN_MB, "SIGTERM");
     await brokerBack(ramp.downtime, 2);
   },
 };
@@ -528,9 +537,18 @@ export function faultSuite(release: KafkaRelease): void {
       // After its second start: held back while behind, then a hysteresis run, before any election onto it.
       const after = result.runs.filter((r) => r.atMs > againAtMs).sort((a, b) => a.atMs - b.atMs);
       const seen = after
-        .map((r) => `${r.heldBack.find((b) => b.id === 1)?.reason ?? "-"}/${r.shares["1"]?.elected ?? 0}`)
+        .map((r) => {
+          const held = r.heldBack.find((b) => b.id === 1);
+          const gate = r.error
+            ? `failed ${r.failedStep ?? ""}: ${r.error}`
+            : held
+              ? `${held.reason} ${held.outOfSync}/${held.total}`
+              : "-";
+          return `+${((r.atMs - againAtMs) / 1000).toFixed(1)}s ${gate}/${r.shares["1"]?.elected ?? 0}`;
+        })
         .join(" ");
       const firstElecting = after.findIndex((r) => (r.shares["1"]?.elected ?? 0) > 0);
+      console.log(`broker 1 after its second start: ${seen}`);
       expect(firstElecting, seen).toBeGreaterThan(0);
       const before = after.slice(0, firstElecting);
       expect(
