@@ -376,7 +376,7 @@ export interface AgentRunLine {
   decisionId?: string;
   elections: { asked: number; done: number; notNeeded: number; failed: Record<string, number> };
   shares: Record<string, { gated: boolean; eligible: number; elected: number }>;
-  heldBack: { id: number; reason: string }[];
+  heldBack: RunReport["heldBack"];
   nextDelayMs: number;
   error?: string;
   failedStep?: RunReport["failedStep"];
