@@ -39,7 +39,15 @@ export interface RunReport {
   elections: ElectionTally;
   /** Per broker with imbalanced preferred partitions: gated or not, how many were eligible and elected. */
   shares: Record<number, { gated: boolean; eligible: number; elected: number }>;
-  heldBack: { id: number; reason: string; outOfSync: number; total: number; lagBytes?: number }[];
+  /** The gated brokers, each with when its gating episode began (the max-wait clock's start). */
+  heldBack: {
+    id: number;
+    reason: string;
+    outOfSync: number;
+    total: number;
+    lagBytes?: number;
+    gatedSinceMs: number | null;
+  }[];
   nextDelayMs: number;
   deferred: ManagedAnswer["deferred"];
   dryRun: boolean;
@@ -88,7 +96,14 @@ function sharesOf(answer: ManagedAnswer): RunReport["shares"] {
 function heldBackOf(answer: ManagedAnswer): RunReport["heldBack"] {
   return answer.brokers
     .filter((b) => b.gated)
-    .map(({ id, reason, outOfSync, total, lagBytes }) => ({ id, reason, outOfSync, total, lagBytes }));
+    .map(({ id, reason, outOfSync, total, lagBytes, gatedSinceMs }) => ({
+      id,
+      reason,
+      outOfSync,
+      total,
+      lagBytes,
+      gatedSinceMs,
+    }));
 }
 
 export interface AgentObserver {

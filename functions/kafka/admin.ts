@@ -468,7 +468,11 @@ export class KafkaAdminClient {
         this.connection = connection;
         return connection;
       } catch (error) {
-        lastError = error;
+        const socketError = socketErrors.get(connection);
+        lastError =
+          socketError === undefined
+            ? error
+            : new AggregateError([error, socketError], (error as Error).message);
         await connection.close().catch(() => undefined);
       }
     }
@@ -482,10 +486,10 @@ export class KafkaAdminClient {
       requestTimeout: this.options.requestTimeoutMs ?? 30_000,
       connectTimeout: Math.min(this.options.requestTimeoutMs ?? 10_000, 10_000),
     });
-    // A connection reset by a broker (killed, restarted) is emitted as an 'error' event, which with no
-    // listener ends the process. The calls in flight fail with it all the same (the socket closes),
-    // and the next call connects again.
-    connection.on("error", () => undefined);
+    // A socket error (a broker killed, a TLS alert after the handshake) is emitted as an 'error' event,
+    // which with no listener ends the process. The calls in flight fail all the same, with "Connection
+    // closed": the error is kept for saying why, and the next call connects again.
+    connection.on("error", (error) => socketErrors.set(connection, error));
     return connection;
   }
 }
@@ -564,6 +568,9 @@ export function parseHostPort(server: string): { host: string; port: number } {
   if (!match || !(port > 0 && port < 65536)) throw new Error(`"${server}" is not host:port`);
   return { host: match[1] as string, port };
 }
+
+/** The socket error each connection last emitted: what its failed calls ("Connection closed") do not say. */
+const socketErrors = new WeakMap<Connection, unknown>();
 
 /**
  * No bootstrap server could be connected to, and why, for the last one tried: `tls` when the TLS

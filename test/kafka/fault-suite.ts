@@ -548,7 +548,6 @@ export function faultSuite(release: KafkaRelease): void {
         })
         .join(" ");
       const firstElecting = after.findIndex((r) => (r.shares["1"]?.elected ?? 0) > 0);
-      console.log(`broker 1 after its second start: ${seen}`);
       expect(firstElecting, seen).toBeGreaterThan(0);
       const before = after.slice(0, firstElecting);
       expect(
@@ -558,6 +557,13 @@ export function faultSuite(release: KafkaRelease): void {
       expect(
         before.some((r) => r.heldBack.some((b) => b.id === 1 && b.reason === "hysteresis")),
         seen,
+      ).toBe(true);
+      // The max-wait clock starts over: a broker down is outside the gate, so its gating after the
+      // second start is a new episode, begun after the restart, not the first one carried on.
+      const since = before.flatMap((r) => r.heldBack.filter((b) => b.id === 1).map((b) => b.gatedSinceMs));
+      expect(
+        since.every((ms) => ms !== null && ms > againAtMs),
+        `${seen}\ngated since: ${since.map((ms) => (ms === null ? "-" : ms - againAtMs)).join(" ")}`,
       ).toBe(true);
       // Its throttle is kept while it is down (a broker's own config is changed on it), in words.
       expect(catchUpErrors(result)).toEqual([]);
