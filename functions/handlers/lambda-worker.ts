@@ -1,6 +1,7 @@
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { runTickJob } from "../api/tick-job.ts";
+import { awsClientOptions } from "../aws.ts";
 import { type QueueEnvironment, sqsJobQueue, tickJobOf } from "../queue/sqs-queue.ts";
 import { EventBridgePublisher } from "./eventbridge.ts";
 import { type LambdaEnvironment, lambdaDependencies } from "./lambda.ts";
@@ -42,16 +43,7 @@ export function createWorkerHandler(
 /** Only the worker publishes, so only its bundle needs the EventBridge client. */
 function publisherOf(env: LambdaEnvironment): EventBridgePublisher | undefined {
   if (!env.PACER_EVENT_BUS) return undefined;
-  const client = new EventBridgeClient({
-    maxAttempts: 3,
-    region: process.env.AWS_REGION ?? "us-east-1",
-    ...(env.EVENTBRIDGE_ENDPOINT
-      ? {
-          endpoint: env.EVENTBRIDGE_ENDPOINT,
-          credentials: { accessKeyId: "local", secretAccessKey: "local" },
-        }
-      : {}),
-  });
+  const client = new EventBridgeClient(awsClientOptions(env.EVENTBRIDGE_ENDPOINT));
   return new EventBridgePublisher(client, env.PACER_EVENT_BUS);
 }
 

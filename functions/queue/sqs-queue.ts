@@ -2,6 +2,7 @@ import { SendMessageBatchCommand, SQSClient } from "@aws-sdk/client-sqs";
 import * as z from "zod";
 import { ConfigOverrides } from "../../schemas/config.ts";
 import type { JobQueue, TickJob } from "../api/tick.ts";
+import { awsClientOptions } from "../aws.ts";
 
 /** SQS delays a message by at most 15 minutes, in whole seconds. */
 const MAX_DELAY_SECONDS = 900;
@@ -65,12 +66,6 @@ export interface QueueEnvironment {
 
 export function sqsJobQueue(env: QueueEnvironment): SqsJobQueue {
   if (!env.PACER_TICK_QUEUE_URL) throw new Error("PACER_TICK_QUEUE_URL is not set");
-  const client = new SQSClient({
-    maxAttempts: 3,
-    region: process.env.AWS_REGION ?? "us-east-1",
-    ...(env.SQS_ENDPOINT
-      ? { endpoint: env.SQS_ENDPOINT, credentials: { accessKeyId: "local", secretAccessKey: "local" } }
-      : {}),
-  });
+  const client = new SQSClient(awsClientOptions(env.SQS_ENDPOINT));
   return new SqsJobQueue(client, env.PACER_TICK_QUEUE_URL);
 }

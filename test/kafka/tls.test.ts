@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -6,6 +6,11 @@ import { makeCertificates, type TestCertificates } from "../../devkit/kafka/cert
 import { KafkaCluster } from "../../devkit/kafka/cluster.ts";
 import { createEvenTopics, readPartitions, waitFor } from "../../devkit/kafka/recovery.ts";
 import { spawnPacer } from "../../devkit/processes.ts";
+import { type SecretsManagerServer, startSecretsManager } from "../../devkit/secrets-manager.ts";
+import { secretsManagerReaderOf } from "../../functions/handlers/secrets-manager.ts";
+import { KafkaAdminClient, KafkaConnectError } from "../../functions/kafka/admin.ts";
+import { clientOptionsOfConnection } from "../../functions/kafka/connection-options.ts";
+import { ClusterConnection } from "../../schemas/connection.ts";
 
 /**
  * The agent over TLS on a real Kafka cluster (the newest release), with certificates the test makes
@@ -180,4 +185,66 @@ describe("the agent over TLS", () => {
       expect(after.map((p) => p.leader)).toEqual(before.map((p) => p.leader));
     },
   );
+});
+
+/**
+ * A cluster registered with `PUT /v1/clusters/{id}/connection`, reached the way the scheduled worker
+ * is to reach it: its secrets read from a Secrets Manager-protocol server (moto) by their ARNs.
+ */
+describe("a registered connection, its secrets in Secrets Manager", () => {
+  let secretsManager: SecretsManagerServer;
+  beforeAll(async () => {
+    secretsManager = await startSecretsManager();
+  }, 300_000);
+  afterAll(() => secretsManager?.stop());
+
+  const secret = (name: string, value: string) => secretsManager.createSecret(name, value);
+
+  /** Brokers the connection's client reads, or the error it stops with. */
+  async function brokersOver(connection: unknown): Promise<number[] | KafkaConnectError> {
+    const options = await clientOptionsOfConnection(
+      ClusterConnection.parse(connection),
+      secretsManagerReaderOf({ SECRETSMANAGER_ENDPOINT: secretsManager.endpoint }),
+    );
+    const kafka = new KafkaAdminClient(options);
+    try {
+      return (await kafka.describeCluster()).brokers.map((b) => b.id).sort();
+    } catch (error) {
+      if (error instanceof KafkaConnectError) return error;
+      throw error;
+    } finally {
+      await kafka.close();
+    }
+  }
+
+  it("SCRAM-SHA-512 over SASL_SSL: the credentials from their secret; a wrong password stops at authentication", async () => {
+    const sasl = (arn: string) => ({
+      "bootstrap.servers": cluster.tlsBootstrapServers("SASL_SSL"),
+      "security.protocol": "SASL_SSL",
+      "sasl.mechanism": "SCRAM-SHA-512",
+      "sasl.credentials.secret.arn": arn,
+      "ssl.truststore.certificates": readFileSync(certs.ca, "utf8"),
+    });
+    expect(await brokersOver(sasl(await secret("kafka/pacer", JSON.stringify(USER))))).toEqual([1, 2, 3]);
+    const wrong = await brokersOver(
+      sasl(await secret("kafka/pacer-wrong", JSON.stringify({ ...USER, password: "not-it" }))),
+    );
+    expect(wrong).toBeInstanceOf(KafkaConnectError);
+    expect((wrong as KafkaConnectError).kind).toBe("authentication");
+    expect((wrong as KafkaConnectError).message).not.toContain("not-it");
+  });
+
+  it("a client certificate whose key is a secret, on a listener that requires one", async () => {
+    const store = readFileSync(certs.clientStore, "utf8");
+    const key = /-----BEGIN PRIVATE KEY-----[\s\S]+?-----END PRIVATE KEY-----/.exec(store)?.[0] as string;
+    const chain = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.exec(store)?.[0] as string;
+    const brokers = await brokersOver({
+      "bootstrap.servers": cluster.tlsBootstrapServers("MTLS"),
+      "security.protocol": "SSL",
+      "ssl.truststore.certificates": readFileSync(certs.ca, "utf8"),
+      "ssl.keystore.certificate.chain": chain,
+      "ssl.keystore.key.secret.arn": await secret("kafka/pacer-client-key", key),
+    });
+    expect(brokers).toEqual([1, 2, 3]);
+  });
 });

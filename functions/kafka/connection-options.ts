@@ -1,0 +1,86 @@
+import type { ClusterConnection } from "../../schemas/connection.ts";
+import type { KafkaClientOptions } from "./admin.ts";
+
+/**
+ * A registered connection (`PUT /v1/clusters/{id}/connection`) as the Kafka client's options. Its
+ * secrets are stored only as references, and read here, at the moment of use: the SASL credentials
+ * from a secret whose value is `{"username": …, "password": …}`, the client certificate's key from a
+ * secret whose value is the PEM. An error names the secret's ARN and what is wrong with it, never
+ * its value.
+ */
+
+/** Reads a secret's value by its ARN: Secrets Manager in the stack, a Secrets Manager-protocol server in tests. */
+export interface SecretReader {
+  read(arn: string): Promise<string>;
+}
+
+/** A connection that cannot be made from what is registered: a secret missing or not in its shape. */
+export class ConnectionSetupError extends Error {}
+
+export async function clientOptionsOfConnection(
+  connection: ClusterConnection,
+  secrets: SecretReader,
+): Promise<KafkaClientOptions> {
+  const protocol = connection["security.protocol"];
+  const options: KafkaClientOptions = {
+    bootstrapServers: connection["bootstrap.servers"].split(",").map((s) => s.trim()),
+  };
+  if (connection["client.id"]) options.clientId = connection["client.id"];
+  if (connection["request.timeout.ms"]) options.requestTimeoutMs = connection["request.timeout.ms"];
+  if (protocol === "SSL" || protocol === "SASL_SSL") {
+    const ca = connection["ssl.truststore.certificates"];
+    const cert = connection["ssl.keystore.certificate.chain"];
+    const keyArn = connection["ssl.keystore.key.secret.arn"];
+    const key = keyArn ? privateKeyOf(await read(secrets, keyArn), keyArn) : undefined;
+    options.tls = {
+      ...(ca ? { ca } : {}),
+      ...(cert ? { cert } : {}),
+      ...(key ? { key } : {}),
+      // Kafka's default "https" checks the broker's host name; empty turns the check off, as in Kafka.
+      ...(connection["ssl.endpoint.identification.algorithm"] === ""
+        ? { checkServerIdentity: () => undefined }
+        : {}),
+    };
+  }
+  const mechanism = connection["sasl.mechanism"];
+  if (protocol.startsWith("SASL_") && mechanism) {
+    if (mechanism === "AWS_MSK_IAM")
+      throw new ConnectionSetupError("sasl.mechanism AWS_MSK_IAM: signing MSK IAM tokens is not built yet");
+    const arn = connection["sasl.credentials.secret.arn"] as string;
+    options.sasl = { mechanism, ...credentialsOf(await read(secrets, arn), arn) };
+  }
+  return options;
+}
+
+async function read(secrets: SecretReader, arn: string): Promise<string> {
+  try {
+    return await secrets.read(arn);
+  } catch (error) {
+    throw new ConnectionSetupError(`secret ${arn} could not be read: ${(error as Error).message}`);
+  }
+}
+
+function credentialsOf(value: string, arn: string): { username: string; password: string } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    parsed = undefined;
+  }
+  const { username, password } = (parsed ?? {}) as Record<string, unknown>;
+  if (typeof username !== "string" || username === "" || typeof password !== "string")
+    throw new ConnectionSetupError(
+      `secret ${arn} is not {"username": …, "password": …} (the SASL credentials it should hold)`,
+    );
+  return { username, password };
+}
+
+function privateKeyOf(value: string, arn: string): string {
+  if (value.includes("-----BEGIN ENCRYPTED PRIVATE KEY-----"))
+    throw new ConnectionSetupError(
+      `secret ${arn} holds an encrypted key: store it unencrypted (the secret is what protects it; a key password is not taken)`,
+    );
+  if (!/-----BEGIN (RSA |EC )?PRIVATE KEY-----/.test(value))
+    throw new ConnectionSetupError(`secret ${arn} is not a PEM private key (the client certificate's key)`);
+  return value;
+}
