@@ -2,6 +2,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { awsClientOptions } from "../functions/aws.ts";
 import { freePort, waitUntilListening } from "./processes.ts";
 
 /**
@@ -40,11 +41,7 @@ export async function startSecretsManager(): Promise<SecretsManagerServer> {
   });
   const endpoint = `http://127.0.0.1:${port}`;
   await waitUntilListening("moto (Secrets Manager)", endpoint, child);
-  const client = new SecretsManagerClient({
-    endpoint,
-    region: "us-east-1",
-    credentials: { accessKeyId: "local", secretAccessKey: "local" },
-  });
+  const client = new SecretsManagerClient(awsClientOptions(endpoint));
   return {
     endpoint,
     client,

@@ -113,13 +113,7 @@ export function clientOptionsOf(
     const ca = pem("ssl.truststore.certificates", "ssl.truststore.location");
     const cert = pem("ssl.keystore.certificate.chain", "ssl.keystore.location");
     const key = get("ssl.keystore.key") ?? (get("ssl.keystore.location") ? cert : undefined);
-    options.tls = {
-      ...(ca ? { ca } : {}),
-      ...(cert ? { cert } : {}),
-      ...(key ? { key } : {}),
-      // Kafka's default "https" checks the broker's host name; empty turns the check off, as in Kafka.
-      ...(identification === "" ? { checkServerIdentity: () => undefined } : {}),
-    };
+    options.tls = tlsOptionsOf({ ca, cert, key, identification });
   }
   if (usesSasl) {
     const mechanism = get("sasl.mechanism") ?? "GSSAPI";
@@ -132,4 +126,21 @@ export function clientOptionsOf(
     options.sasl = { mechanism: mechanism as (typeof SASL_MECHANISMS)[number], ...credentialsOf(jaas) };
   }
   return options;
+}
+
+/** TLS options from PEM trust and client certificates, and Kafka's ssl.endpoint.identification.algorithm. */
+export function tlsOptionsOf(pem: {
+  ca?: string;
+  cert?: string;
+  key?: string;
+  identification?: string;
+}): NonNullable<KafkaClientOptions["tls"]> {
+  const { ca, cert, key, identification } = pem;
+  return {
+    ...(ca ? { ca } : {}),
+    ...(cert ? { cert } : {}),
+    ...(key ? { key } : {}),
+    // Kafka's default "https" checks the broker's host name; empty turns the check off, as in Kafka.
+    ...(identification === "" ? { checkServerIdentity: () => undefined } : {}),
+  };
 }

@@ -1,4 +1,5 @@
 import type { ClusterConnection } from "../../schemas/connection.ts";
+import { tlsOptionsOf } from "../agent/client-properties.ts";
 import type { KafkaClientOptions } from "./admin.ts";
 
 /**
@@ -32,15 +33,12 @@ export async function clientOptionsOfConnection(
     const cert = connection["ssl.keystore.certificate.chain"];
     const keyArn = connection["ssl.keystore.key.secret.arn"];
     const key = keyArn ? privateKeyOf(await read(secrets, keyArn), keyArn) : undefined;
-    options.tls = {
-      ...(ca ? { ca } : {}),
-      ...(cert ? { cert } : {}),
-      ...(key ? { key } : {}),
-      // Kafka's default "https" checks the broker's host name; empty turns the check off, as in Kafka.
-      ...(connection["ssl.endpoint.identification.algorithm"] === ""
-        ? { checkServerIdentity: () => undefined }
-        : {}),
-    };
+    options.tls = tlsOptionsOf({
+      ca,
+      cert,
+      key,
+      identification: connection["ssl.endpoint.identification.algorithm"],
+    });
   }
   const mechanism = connection["sasl.mechanism"];
   if (protocol.startsWith("SASL_") && mechanism) {
