@@ -1,5 +1,5 @@
 import { fileURLToPath } from "node:url";
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from "aws-cdk-lib";
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Token, Validations } from "aws-cdk-lib";
 import {
   Alarm,
   AlarmStatusWidget,
@@ -12,6 +12,7 @@ import {
   TreatMissingData,
 } from "aws-cdk-lib/aws-cloudwatch";
 import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from "aws-cdk-lib/aws-dynamodb";
+import { SecurityGroup, Subnet, Vpc } from "aws-cdk-lib/aws-ec2";
 import { EventBus } from "aws-cdk-lib/aws-events";
 import { Effect, PolicyStatement } from "aws-cdk-lib/aws-iam";
 import {
@@ -63,6 +64,16 @@ const fleetMaxWaitEscapes = (period: Duration) =>
     period,
   });
 
+/** Jobs that could not reach their cluster, fleet-wide: a cluster failing every tick trips the alarm. */
+const fleetClustersUnreachable = (period: Duration) =>
+  new Metric({
+    namespace: METRICS_NAMESPACE,
+    metricName: "FleetClusterUnreachable",
+    dimensionsMap: { service: SERVICE_NAME },
+    statistic: "Sum",
+    period,
+  });
+
 /** The parts the alarms and the dashboard watch. */
 interface StackParts {
   api: NodejsFunction;
@@ -81,21 +92,71 @@ const ACCEPTED_FINDINGS: [string, string][] = [
     "AWSLambdaBasicExecutionRole only lets each function write its own logs: AWS's least-privilege logging policy.",
   ],
   [
+    "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]",
+    "With clusterAccess.network, the worker runs in the clusters' VPC: AWS's least-privilege policy for a function's network interfaces.",
+  ],
+  [
     "AwsSolutions-SQS3",
     "These queues are themselves dead-letter queues (of the schedule, of the tick jobs).",
   ],
 ];
+
+/** Clusters fleeted with no agent: the worker reads each and elects itself (README, "Pace a fleet with no agent"). */
+export interface ClusterAccessProps {
+  /**
+   * The clusters' VPC: the worker runs in it, in these subnets (default: its private subnets with
+   * egress) with these security groups (default: one of its own; the brokers' security groups must
+   * admit it). Omit for clusters reachable from outside any VPC. The worker also reaches DynamoDB,
+   * SQS, Secrets Manager and EventBridge: give the subnets a NAT or VPC endpoints for them.
+   */
+  network?: { vpcId: string; subnetIds?: string[]; securityGroupIds?: string[] };
+  /** ARNs of the Secrets Manager secrets connections name (SASL credentials, client keys); a trailing `*` is allowed. */
+  secretArns?: string[];
+  /** Or every secret with this tag: for a fleet that adds clusters without redeploying. */
+  secretTag?: { key: string; value: string };
+  /** MSK clusters reached with IAM (`sasl.mechanism` AWS_MSK_IAM), by cluster ARN. */
+  mskClusterArns?: string[];
+  /** Whether the worker sets catch-up throttles: the MSK dynamic-configuration actions are granted only then. */
+  catchUpThrottles?: boolean;
+  /** The most one cluster's job may take, in seconds, within the worker's 30 s timeout (default 20). */
+  budgetSeconds?: number;
+}
 
 export interface PacerStackProps extends StackProps {
   /** How often the tick runs; EventBridge Scheduler's finest rate is one minute. */
   tickRate?: Duration;
   /** Worker functions running tick jobs at once (SQS event source's maximum concurrency, 2–1000). */
   workerConcurrency?: number;
+  /** Clusters the worker reads and elects on itself. */
+  clusterAccess?: ClusterAccessProps;
+}
+
+/** What the worker may do on an MSK cluster with IAM access control: read it, and elect (AlterCluster). */
+export const MSK_ACTIONS = {
+  cluster: ["kafka-cluster:Connect", "kafka-cluster:DescribeCluster", "kafka-cluster:AlterCluster"],
+  topic: ["kafka-cluster:DescribeTopic"],
+  /** Only with catch-up throttles: the replication quotas are broker and topic dynamic configs. */
+  throttleCluster: [
+    "kafka-cluster:DescribeClusterDynamicConfiguration",
+    "kafka-cluster:AlterClusterDynamicConfiguration",
+  ],
+  throttleTopic: [
+    "kafka-cluster:DescribeTopicDynamicConfiguration",
+    "kafka-cluster:AlterTopicDynamicConfiguration",
+  ],
+};
+
+/** An MSK cluster's ARN → the ARN pattern of its topics (`…:topic/<name>/<uuid>/*`). */
+export function mskTopicsArnOf(clusterArn: string): string {
+  if (Token.isUnresolved(clusterArn) || !/:cluster\/[^/]+\/[^/]+$/.test(clusterArn))
+    throw new Error(`mskClusterArns: "${clusterArn}" is not an MSK cluster ARN (…:cluster/<name>/<uuid>)`);
+  return `${clusterArn.replace(":cluster/", ":topic/")}/*`;
 }
 
 /** A tick job is delivered this many times before it goes to the dead-letter queue. */
 export const TICK_JOB_RECEIVES = 3;
 const WORKER_TIMEOUT = Duration.seconds(30);
+const CLUSTER_BUDGET = Duration.seconds(20);
 
 /**
  * leadership-pacer on AWS: one DynamoDB table, the HTTP API on Lambda behind an IAM-authenticated
@@ -164,10 +225,22 @@ export class PacerStack extends Stack {
       // One tick at a time: a slow tick is never overtaken by the next one.
       reservedConcurrentExecutions: 1,
     });
+    const access = props.clusterAccess ?? {};
+    const budget = access.budgetSeconds ? Duration.seconds(access.budgetSeconds) : CLUSTER_BUDGET;
+    if (budget.toMilliseconds() > WORKER_TIMEOUT.toMilliseconds() - 5_000)
+      throw new Error(
+        `clusterAccess.budget must leave 5 s of the worker's ${WORKER_TIMEOUT.toSeconds()} s timeout`,
+      );
     const worker = this.pacerFunction("Worker", LAMBDA_HANDLERS.Worker, {
-      environment: { ...environment, PACER_EVENT_BUS: bus.eventBusName, PACER_TICK_QUEUE_URL: jobs.queueUrl },
+      environment: {
+        ...environment,
+        PACER_EVENT_BUS: bus.eventBusName,
+        PACER_TICK_QUEUE_URL: jobs.queueUrl,
+        PACER_CLUSTER_BUDGET_MS: String(budget.toMilliseconds()),
+      },
       timeout: WORKER_TIMEOUT,
       memorySize: 1024,
+      ...(access.network ? this.clusterNetwork(access.network) : {}),
     });
     worker.addEventSource(
       new SqsEventSource(jobs, {
@@ -189,6 +262,8 @@ export class PacerStack extends Stack {
         resources: [bus.eventBusArn],
       }),
     );
+
+    this.grantClusterAccess(worker, access);
 
     // Controllers call the API with SigV4-signed requests; nothing anonymous gets through.
     const url = api.addFunctionUrl({ authType: FunctionUrlAuthType.AWS_IAM });
@@ -235,7 +310,13 @@ export class PacerStack extends Stack {
     file: string,
     options: Pick<
       ConstructorParameters<typeof NodejsFunction>[2] & object,
-      "environment" | "timeout" | "memorySize" | "reservedConcurrentExecutions"
+      | "environment"
+      | "timeout"
+      | "memorySize"
+      | "reservedConcurrentExecutions"
+      | "vpc"
+      | "vpcSubnets"
+      | "securityGroups"
     >,
   ): NodejsFunction {
     const logGroup = new LogGroup(this, `${id}Logs`, {
@@ -266,6 +347,76 @@ export class PacerStack extends Stack {
       ...options,
       environment: { ...options.environment, NODE_OPTIONS: "--enable-source-maps" },
     });
+  }
+
+  /** The clusters' VPC, looked up by id (cdk.context.json keeps what the lookup found). */
+  private clusterNetwork(network: NonNullable<ClusterAccessProps["network"]>) {
+    const vpc = Vpc.fromLookup(this, "ClusterVpc", { vpcId: network.vpcId });
+    return {
+      vpc,
+      vpcSubnets: network.subnetIds
+        ? { subnets: network.subnetIds.map((id, i) => Subnet.fromSubnetId(this, `ClusterSubnet${i}`, id)) }
+        : undefined,
+      securityGroups: network.securityGroupIds?.map((id, i) =>
+        SecurityGroup.fromSecurityGroupId(this, `ClusterSecurityGroup${i}`, id),
+      ),
+    };
+  }
+
+  /**
+   * The worker reads the secrets connections name, only those (by ARN or by tag), and acts on the MSK
+   * clusters given, only as far as pacing needs: connect, describe, elect, and the dynamic configs
+   * only when it throttles catch-up.
+   */
+  private grantClusterAccess(worker: NodejsFunction, access: ClusterAccessProps) {
+    if (access.secretArns?.length)
+      worker.addToRolePolicy(
+        new PolicyStatement({
+          effect: Effect.ALLOW,
+          actions: ["secretsmanager:GetSecretValue"],
+          resources: access.secretArns,
+        }),
+      );
+    if (access.secretTag) {
+      worker.addToRolePolicy(
+        new PolicyStatement({
+          effect: Effect.ALLOW,
+          actions: ["secretsmanager:GetSecretValue"],
+          resources: ["*"],
+          conditions: {
+            StringEquals: { [`secretsmanager:ResourceTag/${access.secretTag.key}`]: access.secretTag.value },
+          },
+        }),
+      );
+      Validations.of(this).acknowledge({
+        id: "AwsSolutions-IAM5[Resource::*]",
+        reason: `GetSecretValue on secrets tagged ${access.secretTag.key}=${access.secretTag.value} only: the tag condition scopes it, so that secrets of new clusters need no redeploy.`,
+      });
+    }
+    const clusters = access.mskClusterArns ?? [];
+    if (clusters.length === 0) return;
+    const topics = clusters.map(mskTopicsArnOf);
+    for (const topicsArn of topics)
+      Validations.of(this).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::${topicsArn}]`,
+        reason:
+          "The topics of an MSK cluster given in clusterAccess: pacing reads (and throttles) every topic of it.",
+      });
+    const throttles = access.catchUpThrottles === true;
+    worker.addToRolePolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: [...MSK_ACTIONS.cluster, ...(throttles ? MSK_ACTIONS.throttleCluster : [])],
+        resources: clusters,
+      }),
+    );
+    worker.addToRolePolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: [...MSK_ACTIONS.topic, ...(throttles ? MSK_ACTIONS.throttleTopic : [])],
+        resources: topics,
+      }),
+    );
   }
 
   private grantTable(fn: IFunction, tableArn: string) {
@@ -313,6 +464,12 @@ export class PacerStack extends Stack {
         "A tick job waited more than a minute: the workers do not keep up with the fleet",
         parts.jobs.metricApproximateAgeOfOldestMessage({ period, statistic: "Maximum" }),
         60,
+      ),
+      onAny(
+        "ClustersUnreachableAlarm",
+        "The worker could not reach clusters it paces (unreachable, TLS, authentication, authorization): see each cluster's last tick",
+        fleetClustersUnreachable(period),
+        3,
       ),
       onAny(
         "MaxWaitEscapesAlarm",

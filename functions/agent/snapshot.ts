@@ -1,5 +1,6 @@
 import type { Snapshot } from "../../schemas/snapshot.ts";
 import {
+  type KafkaAdminClient,
   type KafkaBroker,
   type KafkaPartition,
   partitionKey,
@@ -14,6 +15,15 @@ export interface ClusterRead {
   reassigning: TopicPartition[];
   /** Read only for the max-lag-bytes gate (extension). */
   replicaSizes?: ReplicaSizes;
+}
+
+/** One read of the cluster: three admin calls, four with the replicas' sizes (the max-lag-bytes gate). */
+export async function readCluster(kafka: KafkaAdminClient, withReplicaSizes = false): Promise<ClusterRead> {
+  const { brokers } = await kafka.describeCluster();
+  const partitions = await kafka.describePartitions();
+  const reassigning = await kafka.listReassignments();
+  const replicaSizes = withReplicaSizes ? await kafka.replicaSizes() : undefined;
+  return { brokers, partitions, reassigning, replicaSizes };
 }
 
 /**

@@ -82,7 +82,7 @@ export function managedAnswerOf(
 /** A run's summary; a tick's run also names its stored snapshot and its tick key. */
 export function summaryOf(
   answer: ManagedAnswer,
-  tick?: { snapshotId: string; tickKey: string },
+  tick?: { snapshotId?: string; tickKey: string },
 ): DecisionSummary {
   return {
     ...tick,

@@ -20,6 +20,7 @@ export function clusterView(
     lastDecision: record?.lastDecision ?? null,
     snapshot: record?.snapshot ? { ...record.snapshot, ageMs: nowMs - record.snapshot.receivedAtMs } : null,
     lastTick: record?.lastTick ?? null,
+    connected: record?.connected ?? false,
     deferredRuns: record?.deferredRuns ?? 0,
     lastDeferred: record?.lastDeferred ?? null,
   };
@@ -38,6 +39,7 @@ export function fleetRow(record: ClusterRecord, fleetConfig: ConfigOverrides, no
     nextRunDueAtMs: last ? nextRunDueAtMs(last) : null,
     snapshotAgeMs: record.snapshot ? nowMs - record.snapshot.receivedAtMs : null,
     ticking: effectiveConfig(fleetConfig, record.config)["pacer.tick.enabled"],
+    connected: record.connected,
     lastTick: record.lastTick,
     recovering: last?.recovering ?? [],
   };

@@ -1,15 +1,8 @@
 import { effectiveConfig } from "../../schemas/config.ts";
 import { validateSnapshot } from "../../schemas/snapshot.ts";
-import { INITIAL_STATE } from "../../schemas/state.ts";
-import { evaluate } from "../policy/run.ts";
+import type { ClusterClients } from "../kafka/cluster-connections.ts";
 import { type ClusterRecord, nextRunDueAtMs, type PacerStore, type TickOutcome } from "../store/store.ts";
-import {
-  type ManagedAnswer,
-  managedAnswerOf,
-  type RunObserver,
-  storeDecision,
-  summaryOf,
-} from "./managed-run.ts";
+import type { ManagedAnswer, RunObserver } from "./managed-run.ts";
 import {
   type JobQueue,
   midRampDueAtMs,
@@ -19,12 +12,15 @@ import {
   type TickJob,
   tickKeyOf,
 } from "./tick.ts";
+import { runLive } from "./tick-live.ts";
+import { saveTickRun } from "./tick-run.ts";
 
 /**
  * The worker's part of a tick: one cluster's run. A queue delivers a job at least once, so the run
  * is saved only if no run of its tick key (or a later one) was saved before: the key goes into the
  * same conditional write as the state. A ticked cluster costs four store calls: read the cluster,
- * read its snapshot, save the run, store the decision.
+ * read its snapshot, save the run, store the decision. A cluster with a connection is read from Kafka
+ * instead of its stored snapshot, and its batch carried out by the worker itself (tick-live.ts).
  */
 
 /** Where a decision with elections goes: EventBridge on AWS, the log locally. */
@@ -34,6 +30,10 @@ export interface DecisionPublisher {
 
 export interface TickWorker {
   store: PacerStore;
+  /** Kafka clients for the clusters with a connection; without them such a cluster's job fails. */
+  clients?: ClusterClients;
+  /** The most one connected cluster's job may take (default 20 s). */
+  budgetMs?: number;
   queue: JobQueue;
   clock: () => number;
   publisher?: DecisionPublisher;
@@ -47,8 +47,11 @@ export interface JobResult extends TickOutcome {
   clusterId: string;
   run: number;
   elections: number;
-  /** "replayed": a run of this key was saved before (a job delivered again); "gone": the cluster was deleted. */
-  status: "done" | "replayed" | "gone";
+  /**
+   * "replayed": a run of this key was saved before (a job delivered again); "gone": the cluster was
+   * deleted; "unreachable": the worker could not read a cluster it reaches itself (the outcome says why).
+   */
+  status: "done" | "replayed" | "gone" | "unreachable";
 }
 
 const resultOf = (
@@ -101,6 +104,18 @@ async function runOnce(job: TickJob, worker: TickWorker, saved: { run: boolean }
     const config = effectiveConfig(job.fleetConfig, record.config);
     const skipped = skipReason(record, config, nowMs);
     if (skipped !== null) return result(await skip(job, record, skipped, worker));
+    if (record.connected) {
+      if (!worker.clients)
+        throw new Error(`${job.clusterId} has a connection, and this worker reaches no cluster`);
+      const live = await runLive(record, config, { key }, { ...worker, clients: worker.clients });
+      if (live.status === "lost") continue; // another run saved first, or this job's key did
+      if (live.status === "unreachable") return result(live.outcome, "unreachable");
+      saved.run = true;
+      worker.observer?.runCompleted(job.clusterId, live.answer);
+      if (live.answer.moreWorkRemains)
+        await followUp({ ...job, run: job.run + 1 }, nextRunDueAtMs(live.answer), worker);
+      return result(live.outcome, "done", live.answer.elections.length);
+    }
     const snapshot = record.snapshot;
     const text = snapshot && (await store.getSnapshot(job.clusterId, snapshot));
     if (!snapshot || !text) {
@@ -111,36 +126,15 @@ async function runOnce(job: TickJob, worker: TickWorker, saved: { run: boolean }
     const parsed = validateSnapshot(JSON.parse(text));
     if (!parsed.ok) throw new Error(`the stored snapshot of ${job.clusterId} no longer validates`);
 
-    const answer = evaluate({
-      snapshot: parsed.value,
-      config,
-      state: record.state ?? INITIAL_STATE,
-      nowMs,
-      explain: false,
-    });
-    // A deferred run changes no state: only its outcome is written, and running it twice is harmless.
-    const saves = answer.deferred === null;
-    const managed = managedAnswerOf(answer, nowMs, record.version, saves);
-    const ran: TickOutcome = { atMs: nowMs, outcome: "ran", decisionId: managed.decisionId };
-    if (saves) {
-      const lastDecision = summaryOf(managed, { snapshotId: snapshot.snapshotId, tickKey: key });
-      const tick = { key, outcome: ran };
-      if (
-        !(await store.saveRun(job.clusterId, record.version, {
-          state: answer.state,
-          lastDecision,
-          nowMs,
-          tick,
-        }))
-      )
-        continue; // another run saved first, or this job's key did: read again and see which
-      saved.run = true;
-      await storeDecision(store, job.clusterId, managed, worker.decisionTtlMs);
-    } else {
-      await store.recordTick(job.clusterId, ran);
-      if (answer.deferred)
-        await store.recordDeferred(job.clusterId, { atMs: nowMs, reason: answer.deferred });
-    }
+    const run = await saveTickRun(
+      store,
+      record,
+      { snapshot: parsed.value, config, nowMs, key, snapshotId: snapshot.snapshotId },
+      worker.decisionTtlMs,
+    );
+    if (run === null) continue; // another run saved first, or this job's key did: read again and see which
+    saved.run = run.saved;
+    const { managed, ran } = run;
     worker.observer?.runCompleted(job.clusterId, managed);
     if (managed.elections.length > 0) await worker.publisher?.publish(job.clusterId, managed);
     if (managed.moreWorkRemains)

@@ -53,6 +53,8 @@ export function skipReason(
   if (!config["pacer.tick.enabled"]) return "not-enabled";
   const last = record.lastDecision;
   if (last && nextRunDueAtMs(last) > nowMs) return "not-due";
+  // The worker reads a cluster with a connection itself: there is no stored snapshot to wait for.
+  if (record.connected) return null;
   if (!record.snapshot) return "no-snapshot";
   if (nowMs - record.snapshot.receivedAtMs > config["pacer.snapshot.max.age.ms"]) return "stale-snapshot";
   if (last?.snapshotId === record.snapshot.snapshotId) return "snapshot-unchanged";

@@ -2,7 +2,7 @@ import * as z from "zod";
 import { RunAnswer } from "../../schemas/answer.ts";
 import { ConfigOverrides } from "../../schemas/config.ts";
 import { GateEntry } from "../../schemas/state.ts";
-import { RECOVERY_PHASES } from "../store/store.ts";
+import { REACH_FAILURES, RECOVERY_PHASES } from "../store/store.ts";
 
 /** The shapes of the cluster resources (SPEC §5), for the OpenAPI document and the tests. */
 
@@ -65,10 +65,30 @@ export const TickOutcome = z
       "no-snapshot",
       "stale-snapshot",
       "snapshot-unchanged",
+      "unreachable",
       "failed",
     ]),
     detail: z.string().optional(),
     decisionId: z.string().optional(),
+    reach: z
+      .enum(REACH_FAILURES)
+      .optional()
+      .describe(
+        "With unreachable: no broker answered (unreachable), the TLS handshake failed (tls), SASL refused the credentials (authentication), Kafka refused an operation (authorization), or the connection could not be set up from what is registered (setup: a secret missing or not in its shape)",
+      ),
+    carriedOut: z
+      .object({
+        asked: z.number().int(),
+        done: z.number().int(),
+        notNeeded: z.number().int(),
+        failed: z.record(z.string(), z.number().int()).describe("Per Kafka error code"),
+        requestError: z.string().optional(),
+        notCarriedOut: z.string().optional(),
+        throttledBrokers: z.array(z.number().int()).optional(),
+        throttleErrors: z.array(z.string()).optional(),
+      })
+      .optional()
+      .describe("A cluster the worker reaches itself: what it carried out of the run's batch"),
   })
   .meta({ id: "TickOutcome" });
 
@@ -84,6 +104,9 @@ export const ClusterView = z
     lastDecision: DecisionSummary.nullable(),
     snapshot: SnapshotMeta.extend({ ageMs: z.number().int() }).nullable(),
     lastTick: TickOutcome.nullable(),
+    connected: z
+      .boolean()
+      .describe("A connection is registered: the worker reads the cluster and elects itself"),
     deferredRuns: z
       .number()
       .int()
@@ -128,6 +151,9 @@ export const FleetRow = z
     nextRunDueAtMs: z.number().int().nullable(),
     snapshotAgeMs: z.number().int().nullable(),
     ticking: z.boolean(),
+    connected: z
+      .boolean()
+      .describe("A connection is registered: the worker reads the cluster and elects itself"),
     lastTick: TickOutcome.nullable(),
     recovering: z.array(BrokerRecovery).describe("From the last run: up to 8 recovering brokers"),
   })

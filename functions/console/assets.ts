@@ -24,7 +24,7 @@ thead th { background: #f1f3f6; white-space: nowrap; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
 .status, .help, .detail { color: var(--muted); }
 .state { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: .85rem; font-weight: 600; border: 1px solid; }
-.state-tick-failing { color: #8c1d18; background: #fdecea; }
+.state-tick-failing, .state-unreachable { color: #8c1d18; background: #fdecea; }
 .state-gated { color: #7a3e00; background: #fff1e0; }
 .state-ramping, .state-recovered { color: #0b4f8a; background: #e7f0fb; }
 .state-stale-snapshot { color: #6b4e00; background: #fdf6dc; }

@@ -4,7 +4,7 @@ import type { ManagedAnswer } from "../api/managed-run.ts";
 import { recoveryOf } from "../api/recovery.ts";
 import type { fleetRow } from "../api/resources.ts";
 import { formatDuration, formatRate, formatSpan } from "../format/text.ts";
-import type { BrokerRecovery, ClusterRecord } from "../store/store.ts";
+import type { BrokerRecovery, ClusterRecord, ReachFailure, TickOutcome } from "../store/store.ts";
 import { barChart, legend, lineChart, type Series } from "./charts.ts";
 import { type Html, html } from "./html.ts";
 import { CLUSTER_STATES, type ClusterState, configWithSources } from "./state.ts";
@@ -13,6 +13,27 @@ import { CLUSTER_STATES, type ClusterState, configWithSources } from "./state.ts
 
 const clock = (ms: number | null | undefined) =>
   ms ? new Date(ms).toISOString().replace("T", " ").slice(0, 19) : "–";
+/** A tick's outcome in words: why a cluster could not be reached, or what became of its batch. */
+function tickText(tick: TickOutcome): Html {
+  const detail = tick.detail ? html` <span class="detail">${tick.detail}</span>` : "";
+  if (tick.outcome === "unreachable")
+    return html`unreachable (${REACH_TEXT[tick.reach ?? "unreachable"]})${detail}`;
+  const done = tick.carriedOut;
+  if (!done) return html`${tick.outcome}${detail}`;
+  if (done.notCarriedOut) return html`ran, not carried out <span class="detail">${done.notCarriedOut}</span>`;
+  const failed = Object.entries(done.failed).map(([code, n]) => `${n} with Kafka error ${code}`);
+  const request = done.requestError ? [`request failed: ${done.requestError}`] : [];
+  return html`ran: asked ${done.asked}, done ${done.done}, not needed ${done.notNeeded}${[...failed, ...request].map((f) => `; ${f}`).join("")}`;
+}
+
+const REACH_TEXT: Record<ReachFailure, string> = {
+  unreachable: "no broker answered",
+  tls: "TLS handshake failed",
+  authentication: "credentials refused",
+  authorization: "not authorized",
+  setup: "connection not set up",
+};
+
 const ago = (nowMs: number, ms: number | null | undefined) => (ms ? `${formatSpan(nowMs - ms)} ago` : "–");
 /** How often a page with live parts fetches them again. */
 export const REFRESH_SECONDS = 15;
@@ -195,7 +216,7 @@ ${rows.map(
 <td>${r.lastElectionCount ?? "–"}</td>
 <td>${dueText(r, nowMs)}</td>
 <td>${r.snapshotAgeMs === null ? "none" : formatSpan(r.snapshotAgeMs)}</td>
-<td>${r.lastTick ? html`${r.lastTick.outcome}${r.lastTick.detail ? html` <span class="detail">${r.lastTick.detail}</span>` : ""}` : "–"}</td>
+<td>${r.lastTick ? tickText(r.lastTick) : "–"}</td>
 </tr>`,
 )}
 </tbody>
@@ -525,7 +546,7 @@ export function clusterLive(data: ClusterPageData): Html {
 <dt>Last run</dt><dd>${ago(nowMs, record.lastDecision?.evaluatedAtMs)}${record.lastDecision ? html`, ${record.lastDecision.electionCount} elections` : ""}</dd>
 <dt>Runs deferred</dt><dd>${record.deferredRuns}${deferred ? html`, the last ${DEFERRAL_TEXT[deferred.reason]} ${ago(nowMs, deferred.atMs)}` : ""}</dd>
 <dt>Snapshot</dt><dd>${record.snapshot ? html`${record.snapshot.partitionCount} partitions, ${formatSpan(nowMs - record.snapshot.receivedAtMs)} old` : "none stored"}</dd>
-<dt>Scheduled ticks</dt><dd>${data.config["pacer.tick.enabled"] ? "on: the service runs it on its stored snapshot" : "off: its agent or controller runs it"}${record.lastTick ? html`; last tick ${record.lastTick.outcome} ${ago(nowMs, record.lastTick.atMs)}` : ""}</dd>
+<dt>Scheduled ticks</dt><dd>${data.config["pacer.tick.enabled"] ? (record.connected ? "on: the service reads the cluster and elects itself" : "on: the service runs it on its stored snapshot") : "off: its agent or controller runs it"}${record.lastTick ? html`; last tick ${ago(nowMs, record.lastTick.atMs)}: ${tickText(record.lastTick)}` : ""}</dd>
 </dl>
 <h2>Recovering brokers</h2>
 ${recoveryRows(data)}

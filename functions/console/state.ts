@@ -11,6 +11,7 @@ import type { ClusterRecord } from "../store/store.ts";
  * cluster is not a state: a cluster its own agent runs is as healthy as one the service ticks.
  */
 export const CLUSTER_STATES = [
+  "unreachable",
   "tick failing",
   "gated",
   "ramping",
@@ -22,6 +23,7 @@ export type ClusterState = (typeof CLUSTER_STATES)[number];
 
 export function clusterStateOf(record: ClusterRecord, config: EffectiveConfig, nowMs: number): ClusterState {
   const last = record.lastDecision;
+  if (record.lastTick?.outcome === "unreachable") return "unreachable";
   if (record.lastTick?.outcome === "failed") return "tick failing";
   if (last && last.gatedBrokers.length > 0) return "gated";
   if (last?.moreWorkRemains) return "ramping";

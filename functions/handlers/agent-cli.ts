@@ -8,6 +8,7 @@ import { CatchUpThrottler } from "../agent/catch-up-throttle.ts";
 import { ClientPropertiesError, parseProperties } from "../agent/client-properties.ts";
 import { bearerFetch, type Fetch, PacerClient, sigV4Fetch } from "../agent/pacer-client.ts";
 import { runScheduledAgent } from "../agent/scheduled.ts";
+import { readCluster } from "../agent/snapshot.ts";
 import { StoredThrottleRecord } from "../agent/throttle-record.ts";
 import { createApi, DECISION_TTL_MS, IDEMPOTENCY_TTL_MS } from "../api/app.ts";
 import { formatRun } from "../format/agent-run.ts";
@@ -16,7 +17,7 @@ import { dynamoClient, ensureTable } from "../store/client.ts";
 import { DynamoStore } from "../store/dynamo-store.ts";
 import { startEmbeddedStore } from "../store/embedded.ts";
 import { AgentMetrics } from "./agent-metrics.ts";
-import { adminClientOf, bootstrapServersOf, readCluster, setupFailure, UsageError } from "./kafka-args.ts";
+import { adminClientOf, bootstrapServersOf, setupFailure, UsageError } from "./kafka-args.ts";
 
 export const AGENT_USAGE = `usage: pacer agent --bootstrap-server HOST:PORT[,…] (--embedded | --pacer-url URL --cluster-id ID) [options]
   --command-config FILE     Kafka client properties: security.protocol, sasl.mechanism, sasl.jaas.config,

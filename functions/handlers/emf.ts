@@ -1,6 +1,7 @@
 import type { Logger } from "@aws-lambda-powertools/logger";
 import { type Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { ManagedAnswer, RunObserver } from "../api/managed-run.ts";
+import type { ReachFailure } from "../store/store.ts";
 
 /**
  * The run metrics of SPEC §4 as CloudWatch metrics through the Embedded Metric Format, one EMF record per
@@ -54,5 +55,18 @@ export class EmfObserver implements RunObserver {
       maxWaitExpiredBrokers: answer.brokers.filter((b) => b.reason === "max-wait-expired").map((b) => b.id),
       outOfSyncPreferredPartitionCount: metrics.outOfSyncPreferredPartitionCount,
     });
+  }
+
+  /**
+   * A cluster the worker reaches itself could not be read: one per job, per cluster and once more
+   * fleet-wide, where the alarm on clusters that cannot be reached watches.
+   */
+  clusterUnreachable(clusterId: string, reach: ReachFailure | undefined): void {
+    this.metrics.addDimension("ClusterId", clusterId);
+    this.metrics.addMetric("ClusterUnreachable", MetricUnit.Count, 1);
+    this.metrics.addMetadata("reach", reach ?? "unreachable");
+    this.metrics.publishStoredMetrics();
+    this.metrics.singleMetric().addMetric("FleetClusterUnreachable", MetricUnit.Count, 1);
+    this.logger.warn("cluster unreachable", { clusterId, reach });
   }
 }

@@ -1,6 +1,5 @@
 import { readFileSync } from "node:fs";
 import { clientOptionsOf, parseProperties } from "../agent/client-properties.ts";
-import type { ClusterRead } from "../agent/snapshot.ts";
 import { KafkaAdminClient, KafkaConnectError, parseHostPort } from "../kafka/admin.ts";
 
 /** The Kafka options pacer agent and pacer wait share: where the cluster is and how to reach it. */
@@ -30,15 +29,6 @@ export function adminClientOf(servers: string[], commandConfig: string | undefin
     bootstrapServers: servers,
     ...clientOptionsOf(properties, (path) => readFileSync(path, "utf8")),
   });
-}
-
-/** One read of the cluster: three admin calls, four with the replicas' sizes (the max-lag-bytes gate). */
-export async function readCluster(kafka: KafkaAdminClient, withReplicaSizes = false): Promise<ClusterRead> {
-  const { brokers } = await kafka.describeCluster();
-  const partitions = await kafka.describePartitions();
-  const reassigning = await kafka.listReassignments();
-  const replicaSizes = withReplicaSizes ? await kafka.replicaSizes() : undefined;
-  return { brokers, partitions, reassigning, replicaSizes };
 }
 
 /**

@@ -6,6 +6,7 @@ import type { RunObserver } from "../api/managed-run.ts";
 import { Offload } from "../api/offload.ts";
 import type { DecisionPublisher } from "../api/tick-job.ts";
 import { createApp } from "../app.ts";
+import { ClusterConnections } from "../kafka/cluster-connections.ts";
 import { LocalTicker } from "../queue/local-ticker.ts";
 import { dynamoClient, ensureTable } from "../store/client.ts";
 import { DynamoStore } from "../store/dynamo-store.ts";
@@ -13,6 +14,7 @@ import { startEmbeddedStore } from "../store/embedded.ts";
 import type { PacerStore } from "../store/store.ts";
 import { startSweeper } from "../store/sweeper.ts";
 import { PrometheusObserver } from "./prometheus.ts";
+import { secretsManagerReaderOf } from "./secrets-manager.ts";
 
 export interface LocalServerOptions {
   port: number;
@@ -167,6 +169,20 @@ function startTicker(store: PacerStore, observer: RunObserver, options: LocalSer
     tickMs: options.tickSeconds * 1000,
     concurrency: options.tickConcurrency ?? DEFAULT_TICK_CONCURRENCY,
     decisionTtlMs: DECISION_TTL_MS,
+    // Clusters with a connection are read and elected on by the ticker itself; their secrets come
+    // from Secrets Manager (SECRETSMANAGER_ENDPOINT for a Secrets Manager-protocol server).
+    clients: new ClusterConnections(secretsManagerReaderOf(process.env)),
+    onJob: (result) => {
+      if (result.status === "unreachable")
+        console.error(
+          JSON.stringify({
+            message: "cluster unreachable",
+            clusterId: result.clusterId,
+            reach: result.reach,
+            detail: result.detail,
+          }),
+        );
+    },
     onFailure: (clusterId, error) =>
       console.error(JSON.stringify({ message: "tick job failed", clusterId, error: error.message })),
   });

@@ -3,9 +3,10 @@ import { FOLLOWER_RATE, LEADER_RATE } from "../agent/catch-up-throttle.ts";
 import { ClientPropertiesError } from "../agent/client-properties.ts";
 import { type ProgressSample, type Readiness, readinessOf, timeLeftMs } from "../agent/readiness.ts";
 import type { ClusterRead } from "../agent/snapshot.ts";
+import { readCluster } from "../agent/snapshot.ts";
 import { formatRate, formatSpan } from "../format/text.ts";
 import { type KafkaAdminClient, KafkaConnectError } from "../kafka/admin.ts";
-import { adminClientOf, bootstrapServersOf, readCluster, UsageError } from "./kafka-args.ts";
+import { adminClientOf, bootstrapServersOf, UsageError } from "./kafka-args.ts";
 
 export const WAIT_USAGE = `usage: pacer wait --bootstrap-server HOST:PORT[,…] --broker N [options]
   Exits 0 once broker N is registered and unfenced, in the ISR of every partition it hosts, and leads

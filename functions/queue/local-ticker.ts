@@ -1,6 +1,7 @@
 import type { RunObserver } from "../api/managed-run.ts";
 import { runTick, type TickReport } from "../api/tick.ts";
 import { type DecisionPublisher, type JobResult, runTickJob, type TickWorker } from "../api/tick-job.ts";
+import type { ClusterClients } from "../kafka/cluster-connections.ts";
 import type { PacerStore } from "../store/store.ts";
 import { LocalJobQueue } from "./local-queue.ts";
 
@@ -16,6 +17,8 @@ export interface LocalTickerOptions {
   clock?: () => number;
   /** How long a ramp's next run waits before it looks again for a newer snapshot (default 2 s). */
   snapshotPollMs?: number;
+  /** Kafka clients for the clusters with a connection, which the worker reads and elects on itself. */
+  clients?: ClusterClients;
   /** Told of each job's result, and of each job that failed. */
   onJob?: (result: JobResult) => void;
   onFailure?: (clusterId: string, error: Error) => void;
@@ -41,6 +44,7 @@ export class LocalTicker {
       publisher: options.publisher,
       decisionTtlMs: options.decisionTtlMs,
       snapshotPollMs: options.snapshotPollMs,
+      clients: options.clients,
       queue: { send: (jobs) => this.queue.send(jobs) },
     };
     this.queue = new LocalJobQueue(
@@ -87,5 +91,6 @@ export class LocalTicker {
     clearTimeout(this.timer);
     await this.ticking;
     await this.queue.close();
+    await this.options.clients?.close();
   }
 }

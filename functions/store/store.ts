@@ -61,6 +61,27 @@ export interface SnapshotMeta {
   chunks: number;
 }
 
+/** Why the worker could not reach a cluster it reads itself, in the words an operator acts on. */
+export const REACH_FAILURES = ["unreachable", "tls", "authentication", "authorization", "setup"] as const;
+export type ReachFailure = (typeof REACH_FAILURES)[number];
+
+/** What the worker carried out of a run's batch on a cluster it reaches itself. */
+export interface CarriedOut {
+  asked: number;
+  done: number;
+  notNeeded: number;
+  /** Per Kafka error code. */
+  failed: Record<string, number>;
+  /** The ElectLeaders request failed as a whole: nothing more was elected. */
+  requestError?: string;
+  /** Why nothing was asked of Kafka although the run chose a batch (its read was too old by then). */
+  notCarriedOut?: string;
+  /** Brokers whose catch-up is throttled after the run. */
+  throttledBrokers?: number[];
+  /** What the catch-up throttle could not do this run. */
+  throttleErrors?: string[];
+}
+
 /** What the last tick did for a cluster, and why when it did not run it. */
 export interface TickOutcome {
   atMs: number;
@@ -71,9 +92,14 @@ export interface TickOutcome {
     | "no-snapshot"
     | "stale-snapshot"
     | "snapshot-unchanged"
+    | "unreachable"
     | "failed";
   detail?: string;
   decisionId?: string;
+  /** With "unreachable": why. */
+  reach?: ReachFailure;
+  /** A cluster the worker reaches itself: what became of the batch. */
+  carriedOut?: CarriedOut;
 }
 
 /** A tick job's run, saved with its state: the key orders a cluster's tick runs (see `tickKeyOf`). */
@@ -99,6 +125,8 @@ export interface ClusterRecord {
   lastTick: TickOutcome | null;
   /** The key of the last tick run saved; a job with this key or an earlier one does not run again. */
   lastTickKey: string | null;
+  /** A connection is registered: the worker reads the cluster and carries out its batch itself. */
+  connected: boolean;
   /** Runs deferred (by the throttle, or with rebalancing off): they save no state and no decision. */
   deferredRuns: number;
   lastDeferred: DeferredRun | null;

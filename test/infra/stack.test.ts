@@ -146,8 +146,14 @@ describe("the stack", () => {
     template.resourceCountIs("AWS::Events::EventBus", 1);
   });
 
-  it("alarms on handler errors, dead letters, workers falling behind and max-wait escapes", () => {
-    template.resourceCountIs("AWS::CloudWatch::Alarm", 7);
+  it("alarms on handler errors, dead letters, workers falling behind, clusters unreachable and max-wait escapes", () => {
+    template.resourceCountIs("AWS::CloudWatch::Alarm", 8);
+    template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      MetricName: "FleetClusterUnreachable",
+      Namespace: "LeadershipPacer",
+      Threshold: 3,
+      Dimensions: [{ Name: "service", Value: "leadership-pacer" }],
+    });
     template.hasResourceProperties("AWS::CloudWatch::Alarm", {
       MetricName: "ApproximateNumberOfMessagesVisible",
       Dimensions: [
@@ -214,5 +220,104 @@ describe("cdk-nag AwsSolutions", () => {
 
   it("fails synthesis on a finding, so the check above can fail", () => {
     expect(() => synthesize((stack) => new Queue(stack, "PlainQueue"))).toThrow(/AwsSolutions-SQS4/);
+  });
+});
+
+describe("clusters the worker reaches itself", () => {
+  const CLUSTER =
+    "arn:aws:kafka:us-east-1:000000000000:cluster/payments/0a1b2c3d-4e5f-6789-abcd-ef0123456789-4";
+  const SECRET = "arn:aws:secretsmanager:us-east-1:000000000000:secret:kafka/pacer-AbCdEf";
+  const synthesizeWith = (clusterAccess: Parameters<typeof createPacerApp>[1]) => {
+    const dir = mkdtempSync(join(tmpdir(), "cdk-"));
+    const { app, stack } = createPacerApp({ outdir: dir }, clusterAccess);
+    const assembly = app.synth();
+    const report = JSON.parse(readFileSync(join(dir, "validation-report.json"), "utf8"));
+    return { template: Template.fromJSON(assembly.getStackByName(stack.stackName).template), report };
+  };
+  const workerStatements = (t: Template) => {
+    const policies = t.findResources("AWS::IAM::Policy");
+    return Object.values(policies)
+      .filter((p) =>
+        (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref.startsWith("WorkerServiceRole")),
+      )
+      .flatMap((p) => p.Properties.PolicyDocument.Statement as Statement[]);
+  };
+
+  it("without clusterAccess: no secret, no Kafka action, no VPC", () => {
+    const text = JSON.stringify(statementsOf("WorkerServiceRole"));
+    expect(text).not.toContain("secretsmanager:");
+    expect(text).not.toContain("kafka-cluster:");
+    const worker = Object.values(template.findResources("AWS::Lambda::Function")).find(
+      (f) => f.Properties.Environment?.Variables?.PACER_CLUSTER_BUDGET_MS,
+    );
+    expect(worker?.Properties.VpcConfig).toBeUndefined();
+    expect(worker?.Properties.Environment.Variables.PACER_CLUSTER_BUDGET_MS).toBe("20000");
+  });
+
+  it("scopes Secrets Manager to the secrets named and MSK IAM to the clusters given; runs the worker in their VPC; cdk-nag clean", () => {
+    const { template: t, report } = synthesizeWith({
+      network: {
+        vpcId: "vpc-0123456789abcdef0",
+        subnetIds: ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
+        securityGroupIds: ["sg-0123456789abcdef0"],
+      },
+      secretArns: [SECRET],
+      mskClusterArns: [CLUSTER],
+    });
+    expect(report.pluginReports).toEqual([]);
+    const statements = workerStatements(t);
+    const secrets = statements.filter((s) => [s.Action].flat().includes("secretsmanager:GetSecretValue"));
+    expect(secrets.map((s) => s.Resource)).toEqual([SECRET]);
+    const kafka = statements.filter((s) => [s.Action].flat().some((a) => a.startsWith("kafka-cluster:")));
+    expect(kafka).toEqual([
+      expect.objectContaining({
+        Action: ["kafka-cluster:Connect", "kafka-cluster:DescribeCluster", "kafka-cluster:AlterCluster"],
+        Resource: CLUSTER,
+      }),
+      expect.objectContaining({
+        Action: "kafka-cluster:DescribeTopic",
+        Resource: `${CLUSTER.replace(":cluster/", ":topic/")}/*`,
+      }),
+    ]);
+    expect(JSON.stringify(kafka)).not.toContain("DynamicConfiguration");
+    t.hasResourceProperties("AWS::Lambda::Function", {
+      VpcConfig: {
+        SubnetIds: ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
+        SecurityGroupIds: ["sg-0123456789abcdef0"],
+      },
+      Environment: { Variables: Match.objectLike({ PACER_CLUSTER_BUDGET_MS: "20000" }) },
+    });
+    // Only the worker goes into the clusters' VPC.
+    t.resourcePropertiesCountIs("AWS::Lambda::Function", { VpcConfig: Match.anyValue() }, 1);
+  });
+
+  it("grants the dynamic-config actions only when the worker throttles catch-up, and a tagged secret by its tag", () => {
+    const { template: t, report } = synthesizeWith({
+      mskClusterArns: [CLUSTER],
+      catchUpThrottles: true,
+      secretTag: { key: "leadership-pacer", value: "connection" },
+    });
+    const statements = workerStatements(t);
+    const actions = actionsOf(statements.filter((s) => JSON.stringify(s.Action).includes("kafka-cluster:")));
+    expect(actions).toEqual(
+      expect.arrayContaining([
+        "kafka-cluster:AlterClusterDynamicConfiguration",
+        "kafka-cluster:AlterTopicDynamicConfiguration",
+      ]),
+    );
+    const tagged = statements.find((s) => [s.Action].flat().includes("secretsmanager:GetSecretValue"));
+    expect(tagged).toMatchObject({
+      Resource: "*",
+      Condition: { StringEquals: { "secretsmanager:ResourceTag/leadership-pacer": "connection" } },
+    });
+    // The tag condition is what scopes it: acknowledged by name, nothing else.
+    expect(report.pluginReports).toEqual([]);
+  });
+
+  it("refuses a cluster ARN it cannot scope topics under, and a budget that leaves the worker no time", () => {
+    expect(() =>
+      synthesizeWith({ mskClusterArns: ["arn:aws:kafka:us-east-1:000000000000:cluster/payments"] }),
+    ).toThrow(/not an MSK cluster ARN/);
+    expect(() => synthesizeWith({ budgetSeconds: 28 })).toThrow(/budget must leave 5 s/);
   });
 });

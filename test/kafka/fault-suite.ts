@@ -28,8 +28,8 @@ import {
   LEADER_REPLICAS,
 } from "../../functions/agent/catch-up-throttle.ts";
 import { PacerClient } from "../../functions/agent/pacer-client.ts";
+import { readCluster } from "../../functions/agent/snapshot.ts";
 import { formatRun, liftWhenBackPart, resumedPart } from "../../functions/format/agent-run.ts";
-import { readCluster } from "../../functions/handlers/kafka-args.ts";
 import { KafkaAdminClient, type TopicPartition } from "../../functions/kafka/admin.ts";
 import { startEmbeddedStore } from "../../functions/store/embedded.ts";
 import type { ConfigOverrides } from "../../schemas/config.ts";

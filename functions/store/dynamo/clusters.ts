@@ -37,6 +37,7 @@ function clusterOf(item: Record<string, AttributeValue>): ClusterRecord {
     snapshot: parsed(item, "snapshot", null),
     lastTick: parsed(item, "lastTick", null),
     lastTickKey: item.lastTickKey?.S ?? null,
+    connected: item.connected?.BOOL === true,
     deferredRuns: num(item, "deferredRuns"),
     lastDeferred: parsed(item, "lastDeferred", null),
     createdAtMs: num(item, "createdAtMs"),

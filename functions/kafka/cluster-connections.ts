@@ -1,0 +1,82 @@
+import type { ClusterConnection } from "../../schemas/connection.ts";
+import { KafkaAdminClient, type KafkaClientOptions } from "./admin.ts";
+import { clientOptionsOfConnection, type SecretReader } from "./connection-options.ts";
+
+/**
+ * The worker's Kafka clients, one per cluster, kept across jobs (and across a warm Lambda's
+ * invocations): a tick a minute on a cluster should not pay a TLS and SASL handshake each time. A
+ * client is made anew when the registered connection changes, after it failed (so that a rotated
+ * secret is read again), and when it sat unused past `idleMs` (a frozen Lambda's sockets may be gone).
+ */
+
+interface Kept {
+  client: KafkaAdminClient;
+  /** The registered connection it was made from, as JSON: a changed registration makes a new client. */
+  registered: string;
+  lastUsedMs: number;
+}
+
+export interface ClusterClients {
+  /** The cluster's client, and whether it was kept from an earlier job (a failure on it is worth one retry). */
+  clientOf(
+    clusterId: string,
+    connection: ClusterConnection,
+  ): Promise<{ client: KafkaAdminClient; kept: boolean }>;
+  /** Closes and forgets a cluster's client: the next job connects anew. */
+  drop(clusterId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class ClusterConnections implements ClusterClients {
+  private readonly kept = new Map<string, Kept>();
+
+  constructor(
+    private readonly secrets: SecretReader,
+    private readonly options: { idleMs?: number; clock?: () => number; requestTimeoutMs?: number } = {},
+  ) {}
+
+  async clientOf(clusterId: string, connection: ClusterConnection) {
+    const nowMs = this.now();
+    await this.closeIdle(nowMs);
+    const registered = JSON.stringify(connection);
+    const kept = this.kept.get(clusterId);
+    if (kept && kept.registered === registered) {
+      kept.lastUsedMs = nowMs;
+      return { client: kept.client, kept: true };
+    }
+    if (kept) await this.drop(clusterId);
+    const options: KafkaClientOptions = await clientOptionsOfConnection(connection, this.secrets);
+    // The worker's budget per cluster bounds each call, unless the registration asks for less.
+    const timeoutMs = this.options.requestTimeoutMs;
+    if (timeoutMs !== undefined)
+      options.requestTimeoutMs = Math.min(options.requestTimeoutMs ?? timeoutMs, timeoutMs);
+    const client = new KafkaAdminClient(options);
+    this.kept.set(clusterId, { client, registered, lastUsedMs: nowMs });
+    return { client, kept: false };
+  }
+
+  async drop(clusterId: string): Promise<void> {
+    const kept = this.kept.get(clusterId);
+    this.kept.delete(clusterId);
+    await kept?.client.close().catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.kept.keys()].map((id) => this.drop(id)));
+  }
+
+  /** How many clusters have a client kept. */
+  get size(): number {
+    return this.kept.size;
+  }
+
+  private async closeIdle(nowMs: number): Promise<void> {
+    const idleMs = this.options.idleMs ?? 5 * 60_000;
+    const idle = [...this.kept].filter(([, k]) => nowMs - k.lastUsedMs > idleMs).map(([id]) => id);
+    await Promise.all(idle.map((id) => this.drop(id)));
+  }
+
+  private now(): number {
+    return (this.options.clock ?? Date.now)();
+  }
+}

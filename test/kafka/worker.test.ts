@@ -1,0 +1,374 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ScanCommand } from "@aws-sdk/client-dynamodb";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { makeCertificates, type TestCertificates } from "../../devkit/kafka/certificates.ts";
+import { KafkaCluster } from "../../devkit/kafka/cluster.ts";
+import {
+  createEvenTopics,
+  LeadershipWatcher,
+  largestBurst,
+  produceUneven,
+  readPartitions,
+  setReplicationThrottle,
+  waitFor,
+} from "../../devkit/kafka/recovery.ts";
+import { freePort } from "../../devkit/processes.ts";
+import { type SecretsManagerServer, startSecretsManager } from "../../devkit/secrets-manager.ts";
+import { createApi, DECISION_TTL_MS, IDEMPOTENCY_TTL_MS } from "../../functions/api/app.ts";
+import type { ManagedAnswer } from "../../functions/api/managed-run.ts";
+import type { TickJob } from "../../functions/api/tick.ts";
+import { runTickJob, type TickWorker } from "../../functions/api/tick-job.ts";
+import { createTickHandler } from "../../functions/handlers/lambda-tick.ts";
+import { createWorkerHandler } from "../../functions/handlers/lambda-worker.ts";
+import { secretsManagerReaderOf } from "../../functions/handlers/secrets-manager.ts";
+import { ClusterConnections } from "../../functions/kafka/cluster-connections.ts";
+import { sqsJobQueue } from "../../functions/queue/sqs-queue.ts";
+import { dynamoClient } from "../../functions/store/client.ts";
+import type { PacerStore, TickOutcome } from "../../functions/store/store.ts";
+import { createQueues, deliverAll, sqsEvent, type TestQueues } from "../support/sqs.ts";
+import { openStore, type TestStore } from "../support/stores.ts";
+
+/**
+ * The scheduled worker pacing clusters with nothing beside them: the tick and worker handlers invoked
+ * as Lambda invokes them (the worker with SQS events from ElasticMQ), DynamoDB Local for the state,
+ * moto for Secrets Manager, and Apache Kafka (the newest release) reached over SASL_SSL with
+ * SCRAM-SHA-512, the credentials only in the secret. Clusters are registered through the HTTP API
+ * as an operator registers them; a few pacer cluster ids name the same Kafka cluster where a test
+ * needs a fresh history.
+ */
+
+const TOPICS = ["orders", "payments"];
+const PARTITIONS_PER_TOPIC = 30;
+const PREFERRED = (TOPICS.length * PARTITIONS_PER_TOPIC) / 3;
+const USER = { username: "pacer", password: "worker-secret-9f1c" };
+const WRONG_PASSWORD = "wrong-secret-77aa";
+const THRESHOLD_PERCENT = 5;
+const CAP = 4;
+const INTERVAL_MS = 2_000;
+const PACING = {
+  "pacer.tick.enabled": true,
+  "leader.imbalance.election.algorithm": "wait-for-sync",
+  "leader.imbalance.election.wait.for.sync.threshold.percent": THRESHOLD_PERCENT,
+  "leader.imbalance.election.max.per.run": CAP,
+  "leader.imbalance.election.throttle.interval.ms": INTERVAL_MS,
+  "leader.imbalance.check.interval.seconds": 2,
+};
+
+let cluster: KafkaCluster;
+let scratch: string;
+let certs: TestCertificates;
+let secretsManager: SecretsManagerServer;
+let backing: TestStore;
+let queues: TestQueues;
+let env: Record<string, string>;
+let api: ReturnType<typeof createApi>;
+let secretArn: string;
+/** Everything the handlers wrote (their structured logs and metrics): searched for secrets. */
+let logged = "";
+const writeStdout = process.stdout.write;
+const writeStderr = process.stderr.write;
+
+beforeAll(async () => {
+  scratch = mkdtempSync(join(tmpdir(), "pacer-worker-"));
+  certs = makeCertificates(join(scratch, "certs"));
+  [cluster, secretsManager, backing] = await Promise.all([
+    KafkaCluster.start({
+      brokers: 3,
+      saslUser: USER,
+      tlsListeners: [
+        { name: "SASL_SSL", protocol: "SASL_SSL", keystore: certs.brokerStore, truststore: certs.ca },
+      ],
+    }),
+    startSecretsManager(),
+    openStore("DynamoDB Local"),
+  ]);
+  await createEvenTopics(cluster, TOPICS, PARTITIONS_PER_TOPIC);
+  queues = await createQueues(inject("sqsEndpoint"), { visibilitySeconds: 30, maxReceiveCount: 3 });
+  env = {
+    PACER_TABLE: backing.tableName,
+    DYNAMODB_ENDPOINT: backing.endpoint,
+    PACER_TICK_QUEUE_URL: queues.queueUrl,
+    SQS_ENDPOINT: inject("sqsEndpoint"),
+    SECRETSMANAGER_ENDPOINT: secretsManager.endpoint,
+    PACER_TICK_WINDOW_SECONDS: "3",
+  };
+  api = createApi({
+    store: backing.store,
+    decisionTtlMs: DECISION_TTL_MS,
+    idempotencyTtlMs: IDEMPOTENCY_TTL_MS,
+  });
+  secretArn = await secretsManager.createSecret("kafka/pacer", JSON.stringify(USER));
+  const keep = ((chunk: string | Uint8Array) => {
+    logged += chunk.toString();
+    return true;
+  }) as typeof process.stdout.write;
+  process.stdout.write = keep;
+  process.stderr.write = keep;
+}, 300_000);
+
+afterAll(async () => {
+  process.stdout.write = writeStdout;
+  process.stderr.write = writeStderr;
+  queues?.client.destroy();
+  await Promise.all([cluster?.close(), secretsManager?.stop(), backing?.close()]);
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+/** The connection an operator registers for the cluster: SCRAM over TLS, the credentials by reference. */
+const scramOverTls = (arn: string) => ({
+  "bootstrap.servers": cluster.tlsBootstrapServers("SASL_SSL"),
+  "security.protocol": "SASL_SSL",
+  "sasl.mechanism": "SCRAM-SHA-512",
+  "sasl.credentials.secret.arn": arn,
+  "ssl.truststore.certificates": readFileSync(certs.ca, "utf8"),
+});
+
+async function register(clusterId: string, connection: unknown, config: Record<string, unknown> = PACING) {
+  const put = (path: string, body: unknown) =>
+    api.request(`/v1/clusters/${clusterId}/${path}`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  const registered = await put("connection", connection);
+  expect(registered.status, await registered.clone().text()).toBe(200);
+  expect((await put("config", config)).status).toBe(200);
+}
+
+const getJson = async (path: string) => (await api.request(path)).json();
+const ledBy = async (id: number) =>
+  (await readPartitions(cluster)).filter((p) => p.leader === id && p.replicas[0] === id).length;
+
+/** Broker 3 bounced: back in every ISR, leading none of its preferred partitions. */
+async function bounceBroker3() {
+  await cluster.stopBroker(3, "SIGTERM");
+  await cluster.startBroker(3);
+  await waitFor(
+    async () =>
+      (await readPartitions(cluster)).every((p) => p.isr.length === p.replicas.length) ? true : undefined,
+    60_000,
+    "broker 3 back in every ISR",
+  );
+  expect(await ledBy(3)).toBe(0);
+}
+
+/** The schedule and the event source mapping: a tick every few seconds, each job delivered to the worker. */
+async function tickUntil(done: () => Promise<boolean>, timeoutMs: number) {
+  const tick = createTickHandler(env);
+  const worker = createWorkerHandler(env);
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    await tick({ scheduledAt: new Date().toISOString() });
+    await deliverAll(queues, worker, 20_000);
+    if (await done()) return;
+  }
+  throw new Error(`not done within ${timeoutMs} ms`);
+}
+
+async function decisionsOf(clusterId: string): Promise<ManagedAnswer[]> {
+  const { decisions } = (await getJson(`/v1/clusters/${clusterId}/decisions?limit=100`)) as {
+    decisions: ManagedAnswer[];
+  };
+  return decisions.sort((a, b) => a.evaluatedAtMs - b.evaluatedAtMs);
+}
+
+describe("the scheduled worker reads each cluster and elects itself", () => {
+  it("paces a restarted broker back over SCRAM and TLS, beside a cluster with a wrong password and one unreachable", async () => {
+    const wrongArn = await secretsManager.createSecret(
+      "kafka/pacer-wrong",
+      JSON.stringify({ ...USER, password: WRONG_PASSWORD }),
+    );
+    await register("paced", scramOverTls(secretArn));
+    await register("wrong-password", scramOverTls(wrongArn));
+    await register("unreachable", {
+      "bootstrap.servers": `127.0.0.1:${await freePort()}`,
+      "security.protocol": "PLAINTEXT",
+    });
+
+    // Broker 3 down while 40 MB are written, its catch-up throttled: it rejoins the ISRs over seconds.
+    await setReplicationThrottle(cluster, 4_000_000);
+    await cluster.stopBroker(3, "SIGTERM");
+    await produceUneven(cluster, TOPICS, PARTITIONS_PER_TOPIC, 40_000_000);
+    const watcher = new LeadershipWatcher(cluster, TOPICS);
+    try {
+      await cluster.startBroker(3);
+      await tickUntil(async () => (await ledBy(3)) === PREFERRED, 240_000);
+    } finally {
+      await new Promise((r) => setTimeout(r, 1_000));
+      await watcher.stop();
+      await setReplicationThrottle(cluster, 0);
+    }
+
+    // As Kafka saw it: no move onto broker 3 while over the threshold, never more than a cap within an interval.
+    const onto3 = watcher.moves.filter((m) => m.to === 3);
+    expect(onto3.length).toBeGreaterThanOrEqual(PREFERRED);
+    expect(onto3.filter((m) => m.outOfSync * 100 > THRESHOLD_PERCENT * m.preferred)).toEqual([]);
+    expect(largestBurst(onto3, INTERVAL_MS - 300)).toBeLessThanOrEqual(CAP);
+    // As the worker decided: gated first, then capped runs at least the interval apart.
+    const decisions = await decisionsOf("paced");
+    expect(decisions.some((d) => d.brokers.some((b) => b.id === 3 && b.gated))).toBe(true);
+    const electing = decisions.filter((d) => d.elections.length > 0);
+    expect(electing.every((d) => d.elections.length <= CAP)).toBe(true);
+    const capped = electing.filter((d) => d.elections.length === CAP);
+    for (let i = 1; i < capped.length; i++)
+      expect(
+        (capped[i] as ManagedAnswer).evaluatedAtMs - (capped[i - 1] as ManagedAnswer).evaluatedAtMs,
+      ).toBeGreaterThanOrEqual(INTERVAL_MS);
+
+    // What the worker carried out, per run, in the cluster's last tick; the other two say why not.
+    const paced = (await getJson("/v1/clusters/paced")) as {
+      lastTick: { carriedOut?: unknown };
+      connected: boolean;
+    };
+    expect(paced.connected).toBe(true);
+    const { clusters } = (await getJson("/v1/clusters")) as {
+      clusters: { clusterId: string; lastTick: Record<string, unknown> }[];
+    };
+    const tickOf = (id: string) => clusters.find((c) => c.clusterId === id)?.lastTick;
+    expect(tickOf("wrong-password")).toMatchObject({ outcome: "unreachable", reach: "authentication" });
+    expect(tickOf("unreachable")).toMatchObject({ outcome: "unreachable", reach: "unreachable" });
+    expect(tickOf("paced")).toMatchObject({ outcome: "ran" });
+    const carried = decisions.length;
+    expect(carried).toBeGreaterThan(2);
+
+    // The secrets are nowhere but in Secrets Manager: not in the table, the API, or the logs.
+    const scan = dynamoClient({ endpoint: backing.endpoint });
+    const items = JSON.stringify((await scan.send(new ScanCommand({ TableName: backing.tableName }))).Items);
+    scan.destroy();
+    const listing = JSON.stringify(clusters) + JSON.stringify(await getJson("/v1/clusters/paced/connection"));
+    for (const text of [items, listing, logged]) {
+      expect(text).not.toContain(USER.password);
+      expect(text).not.toContain(WRONG_PASSWORD);
+    }
+    // The metric the alarm on clusters that cannot be reached watches, and the warning in the log.
+    expect(logged).toContain('"FleetClusterUnreachable":1');
+    expect(logged).toContain('"message":"cluster unreachable"');
+  });
+
+  it("a job delivered twice at once, to two workers, is carried out once", async () => {
+    await register("twice", scramOverTls(secretArn), {
+      ...PACING,
+      "leader.imbalance.election.max.per.run": 100,
+    });
+    await bounceBroker3();
+    const message = { MessageId: "m-1", ReceiptHandle: "r-1", Body: JSON.stringify(jobFor("twice")) };
+    // Two function instances at once, each with its own connections, handed the same delivery.
+    const before = logged.length;
+    const responses = await Promise.all([
+      createWorkerHandler(env)(sqsEvent([message])),
+      createWorkerHandler(env)(sqsEvent([message])),
+    ]);
+    expect(responses.flatMap((r) => r.batchItemFailures)).toEqual([]);
+    const statuses = jobLines(logged.slice(before)).map((line) => `${line.status} ${line.elections}`);
+    expect(statuses.sort()).toEqual([`done ${PREFERRED}`, "replayed 0"]);
+    expect((await decisionsOf("twice")).filter((d) => d.elections.length > 0)).toHaveLength(1);
+    expect(await ledBy(3)).toBe(PREFERRED);
+    const twice = (await getJson("/v1/clusters/twice")) as {
+      lastTick: { carriedOut?: Record<string, unknown> };
+    };
+    expect(twice.lastTick.carriedOut).toMatchObject({ asked: PREFERRED, done: PREFERRED });
+  });
+
+  it("a worker gone after the election, before writing what Kafka answered: delivered again, nothing is asked twice", async () => {
+    await register("killed", scramOverTls(secretArn), {
+      ...PACING,
+      "leader.imbalance.election.max.per.run": 100,
+    });
+    await bounceBroker3();
+    const job = jobFor("killed");
+    const elections: number[] = [];
+    // The worker dies the moment Kafka has answered: its last write never happens.
+    const dying = workerOn(
+      withFault(backing.store, {
+        recordTick: (_, outcome) => {
+          if (outcome.carriedOut) throw new Error("worker killed");
+        },
+      }),
+      elections,
+    );
+    await expect(runTickJob(job, dying)).rejects.toThrow("worker killed");
+    expect(elections).toEqual([PREFERRED]);
+    expect(await ledBy(3)).toBe(PREFERRED);
+    // The queue delivers it again, to another worker: the run's tick key is saved, so nothing runs.
+    const again = workerOn(backing.store, elections);
+    expect(await runTickJob(job, again)).toMatchObject({ status: "replayed", elections: 0 });
+    expect(elections).toEqual([PREFERRED]);
+    expect((await decisionsOf("killed")).filter((d) => d.elections.length > 0)).toHaveLength(1);
+  });
+
+  it("a batch whose read is older than pacer.snapshot.max.age.ms by the time it is saved is not carried out", async () => {
+    await register("slow-store", scramOverTls(secretArn), {
+      ...PACING,
+      "leader.imbalance.election.max.per.run": 100,
+      "pacer.snapshot.max.age.ms": 1_000,
+    });
+    await bounceBroker3();
+    const job = jobFor("slow-store");
+    const elections: number[] = [];
+    const slow = workerOn(
+      withFault(backing.store, { saveRun: () => new Promise((r) => setTimeout(r, 1_500)) }),
+      elections,
+    );
+    expect(await runTickJob(job, slow)).toMatchObject({ status: "done", elections: PREFERRED });
+    expect(elections).toEqual([]);
+    expect(await ledBy(3)).toBe(0);
+    const record = await backing.store.getCluster("slow-store");
+    expect(record?.lastTick?.carriedOut?.notCarriedOut).toMatch(
+      /old, over pacer\.snapshot\.max\.age\.ms \(1000\)/,
+    );
+  });
+});
+
+/** The run lines ("tick job") of the worker's structured log. */
+function jobLines(text: string): Record<string, unknown>[] {
+  return text
+    .split("\n")
+    .filter((line) => line.includes('"tick job"'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+/** A worker on `store`, whose Kafka clients count the partitions of each ElectLeaders request. */
+function workerOn(store: PacerStore, elections: number[]): TickWorker {
+  const clients = new ClusterConnections(secretsManagerReaderOf(env));
+  const clientOf = clients.clientOf.bind(clients);
+  clients.clientOf = async (id, connection) => {
+    const kept = await clientOf(id, connection);
+    const elect = kept.client.electPreferred.bind(kept.client);
+    kept.client.electPreferred = async (partitions, timeoutMs) => {
+      elections.push(partitions.length);
+      return elect(partitions, timeoutMs);
+    };
+    return kept;
+  };
+  return { store, clock: Date.now, queue: sqsJobQueue(env), decisionTtlMs: DECISION_TTL_MS, clients };
+}
+
+/** The tick's job for one cluster, as the tick queues it. */
+function jobFor(clusterId: string): TickJob {
+  const scheduledAtMs = Date.now();
+  return { clusterId, scheduledAtMs, run: 1, untilMs: scheduledAtMs + 3_000, fleetConfig: {} };
+}
+
+/** The store, with a fault before some of its writes: a fault a test cannot cause otherwise. */
+function withFault(
+  store: PacerStore,
+  faults: {
+    recordTick?: (clusterId: string, outcome: TickOutcome) => void;
+    saveRun?: () => Promise<void>;
+  },
+): PacerStore {
+  return new Proxy(store, {
+    get(target, name, receiver) {
+      const value = Reflect.get(target, name, receiver);
+      const fault = faults[name as keyof typeof faults] as ((...args: unknown[]) => unknown) | undefined;
+      if (typeof value !== "function") return value;
+      if (!fault) return value.bind(target);
+      return async (...args: unknown[]) => {
+        await fault(...args);
+        return value.apply(target, args);
+      };
+    },
+  });
+}
