@@ -85,7 +85,8 @@ export interface KafkaClusterOptions {
   /** Extra properties for every broker. */
   broker?: Properties;
   /**
-   * A second listener on every broker, SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, for
+   * A second listener on every broker, SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and
+   * OAUTHBEARER (Kafka's unsecured validator: the test's own unsigned tokens), for
    * this user (the PLAIN password in the broker's JAAS line, the SCRAM credentials in the bootstrap
    * metadata); SASL_SSL listeners take the same.
    * KRaft only.
@@ -118,7 +119,8 @@ export interface TlsListener {
   clientAuth?: boolean;
 }
 
-const SASL_MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
+/** OAUTHBEARER with Kafka's unsecured validator (the default with no callback handler): any unsigned JWT with a `sub`. */
+const SASL_MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"];
 
 /** Per-listener SASL settings: every mechanism, PLAIN's password in its JAAS line, SCRAM's in the metadata. */
 function saslListenerProperties(listener: string, user: { username: string; password: string }): Properties {
@@ -130,6 +132,8 @@ function saslListenerProperties(listener: string, user: { username: string; pass
       "org.apache.kafka.common.security.scram.ScramLoginModule required;",
     [`${prefix}.scram-sha-512.sasl.jaas.config`]:
       "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+    [`${prefix}.oauthbearer.sasl.jaas.config`]:
+      "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
   };
 }
 

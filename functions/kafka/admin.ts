@@ -22,7 +22,10 @@ import { describeClusterV2, ELECTION_TYPE_PREFERRED, electLeadersV2 } from "./pr
 export interface KafkaClientOptions {
   bootstrapServers: string[];
   tls?: ConnectionOptions["tls"];
-  sasl?: { mechanism: "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512"; username: string; password: string };
+  sasl?:
+    | { mechanism: "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512"; username: string; password: string }
+    /** The token, or what makes one for each connection's authentication (MSK IAM's expire). */
+    | { mechanism: "OAUTHBEARER"; token: string | (() => Promise<string>) };
   requestTimeoutMs?: number;
   clientId?: string;
 }

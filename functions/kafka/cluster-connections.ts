@@ -1,12 +1,14 @@
 import type { ClusterConnection } from "../../schemas/connection.ts";
 import { KafkaAdminClient, type KafkaClientOptions } from "./admin.ts";
 import { clientOptionsOfConnection, type SecretReader } from "./connection-options.ts";
+import type { MskTokenSigner } from "./msk-iam.ts";
 
 /**
  * The worker's Kafka clients, one per cluster, kept across jobs (and across a warm Lambda's
  * invocations): a tick a minute on a cluster should not pay a TLS and SASL handshake each time. A
  * client is made anew when the registered connection changes, after it failed (so that a rotated
- * secret is read again), and when it sat unused past `idleMs` (a frozen Lambda's sockets may be gone).
+ * secret is read again), when it sat unused past `idleMs` (a frozen Lambda's sockets may be gone),
+ * and past `maxAgeMs` (an MSK IAM token lasts 15 minutes, and the broker closes the connection after).
  */
 
 interface Kept {
@@ -14,6 +16,7 @@ interface Kept {
   /** The registered connection it was made from, as JSON: a changed registration makes a new client. */
   registered: string;
   lastUsedMs: number;
+  madeAtMs: number;
 }
 
 export interface ClusterClients {
@@ -32,12 +35,18 @@ export class ClusterConnections implements ClusterClients {
 
   constructor(
     private readonly secrets: SecretReader,
-    private readonly options: { idleMs?: number; clock?: () => number; requestTimeoutMs?: number } = {},
+    private readonly options: {
+      idleMs?: number;
+      maxAgeMs?: number;
+      clock?: () => number;
+      requestTimeoutMs?: number;
+      signMskToken?: MskTokenSigner;
+    } = {},
   ) {}
 
   async clientOf(clusterId: string, connection: ClusterConnection) {
     const nowMs = this.now();
-    await this.closeIdle(nowMs);
+    await this.closeStale(nowMs);
     const registered = JSON.stringify(connection);
     const kept = this.kept.get(clusterId);
     if (kept && kept.registered === registered) {
@@ -45,13 +54,17 @@ export class ClusterConnections implements ClusterClients {
       return { client: kept.client, kept: true };
     }
     if (kept) await this.drop(clusterId);
-    const options: KafkaClientOptions = await clientOptionsOfConnection(connection, this.secrets);
+    const options: KafkaClientOptions = await clientOptionsOfConnection(
+      connection,
+      this.secrets,
+      this.options.signMskToken,
+    );
     // The worker's budget per cluster bounds each call, unless the registration asks for less.
     const timeoutMs = this.options.requestTimeoutMs;
     if (timeoutMs !== undefined)
       options.requestTimeoutMs = Math.min(options.requestTimeoutMs ?? timeoutMs, timeoutMs);
     const client = new KafkaAdminClient(options);
-    this.kept.set(clusterId, { client, registered, lastUsedMs: nowMs });
+    this.kept.set(clusterId, { client, registered, lastUsedMs: nowMs, madeAtMs: nowMs });
     return { client, kept: false };
   }
 
@@ -70,10 +83,13 @@ export class ClusterConnections implements ClusterClients {
     return this.kept.size;
   }
 
-  private async closeIdle(nowMs: number): Promise<void> {
+  private async closeStale(nowMs: number): Promise<void> {
     const idleMs = this.options.idleMs ?? 5 * 60_000;
-    const idle = [...this.kept].filter(([, k]) => nowMs - k.lastUsedMs > idleMs).map(([id]) => id);
-    await Promise.all(idle.map((id) => this.drop(id)));
+    const maxAgeMs = this.options.maxAgeMs ?? 10 * 60_000;
+    const stale = [...this.kept]
+      .filter(([, k]) => nowMs - k.lastUsedMs > idleMs || nowMs - k.madeAtMs >= maxAgeMs)
+      .map(([id]) => id);
+    await Promise.all(stale.map((id) => this.drop(id)));
   }
 
   private now(): number {

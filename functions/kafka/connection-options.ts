@@ -1,6 +1,7 @@
 import type { ClusterConnection } from "../../schemas/connection.ts";
 import { tlsOptionsOf } from "../agent/client-properties.ts";
 import type { KafkaClientOptions } from "./admin.ts";
+import { type MskTokenSigner, mskRegionOf, mskTokenSigner } from "./msk-iam.ts";
 
 /**
  * A registered connection (`PUT /v1/clusters/{id}/connection`) as the Kafka client's options. Its
@@ -21,6 +22,7 @@ export class ConnectionSetupError extends Error {}
 export async function clientOptionsOfConnection(
   connection: ClusterConnection,
   secrets: SecretReader,
+  signMskToken: MskTokenSigner = mskTokenSigner(),
 ): Promise<KafkaClientOptions> {
   const protocol = connection["security.protocol"];
   const options: KafkaClientOptions = {
@@ -42,12 +44,24 @@ export async function clientOptionsOfConnection(
   }
   const mechanism = connection["sasl.mechanism"];
   if (protocol.startsWith("SASL_") && mechanism) {
-    if (mechanism === "AWS_MSK_IAM")
-      throw new ConnectionSetupError("sasl.mechanism AWS_MSK_IAM: signing MSK IAM tokens is not built yet");
+    if (mechanism === "AWS_MSK_IAM") {
+      const region = regionOf(options.bootstrapServers);
+      // A fresh token for each connection's authentication: one lasts 15 minutes.
+      options.sasl = { mechanism: "OAUTHBEARER", token: () => signMskToken(region) };
+      return options;
+    }
     const arn = connection["sasl.credentials.secret.arn"] as string;
     options.sasl = { mechanism, ...credentialsOf(await read(secrets, arn), arn) };
   }
   return options;
+}
+
+function regionOf(servers: string[]): string {
+  try {
+    return mskRegionOf(servers);
+  } catch (error) {
+    throw new ConnectionSetupError((error as Error).message);
+  }
 }
 
 async function read(secrets: SecretReader, arn: string): Promise<string> {

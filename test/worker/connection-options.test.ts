@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SecretsManagerServer, startSecretsManager } from "../../devkit/secrets-manager.ts";
 import { SecretsManagerReader, secretsManagerReaderOf } from "../../functions/handlers/secrets-manager.ts";
 import { ConnectionSetupError, clientOptionsOfConnection } from "../../functions/kafka/connection-options.ts";
+import { mskTokenSigner } from "../../functions/kafka/msk-iam.ts";
 import { ClusterConnection } from "../../schemas/connection.ts";
 
 /**
@@ -97,14 +98,51 @@ describe("a registered connection as the Kafka client's options", () => {
     ).toMatch(/holds an encrypted key: store it unencrypted/);
   });
 
-  it("AWS_MSK_IAM is refused as not built yet, rather than tried without a token", async () => {
-    await expect(
-      optionsOf({
-        "bootstrap.servers": "b-1.msk.example:9098",
+  it("AWS_MSK_IAM: OAUTHBEARER with a token from AWS's signer for the brokers' region, no secret read", async () => {
+    const options = await clientOptionsOfConnection(
+      ClusterConnection.parse({
+        "bootstrap.servers": "b-1.payments.a1b2c3.c2.kafka.eu-west-1.amazonaws.com:9098",
         "security.protocol": "SASL_SSL",
         "sasl.mechanism": "AWS_MSK_IAM",
       }),
-    ).rejects.toThrow(/AWS_MSK_IAM: signing MSK IAM tokens is not built yet/);
+      { read: () => Promise.reject(new Error("no secret is read for MSK IAM")) },
+      mskTokenSigner(async () => ({ accessKeyId: "AKIDEXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG" })),
+    );
+    expect(options.sasl?.mechanism).toBe("OAUTHBEARER");
+    const token = (options.sasl as { token: () => Promise<string> }).token;
+    const first = await token();
+    // The signer's documented format: base64url (no padding) of a presigned kafka-cluster:Connect URL.
+    expect(first).toMatch(/^[A-Za-z0-9_-]+$/);
+    const url = new URL(Buffer.from(first, "base64url").toString("utf8"));
+    expect(url.origin).toBe("https://kafka.eu-west-1.amazonaws.com");
+    expect(url.pathname).toBe("/");
+    const query = Object.fromEntries(url.searchParams);
+    expect(query).toMatchObject({
+      Action: "kafka-cluster:Connect",
+      "X-Amz-Algorithm": "AWS4-HMAC-SHA256",
+      "X-Amz-Expires": "900",
+      "X-Amz-SignedHeaders": "host",
+    });
+    expect(query["X-Amz-Credential"]).toMatch(/^AKIDEXAMPLE\/\d{8}\/eu-west-1\/kafka-cluster\/aws4_request$/);
+    expect(query["X-Amz-Signature"]).toMatch(/^[0-9a-f]{64}$/);
+    expect(query["User-Agent"]).toMatch(/^aws-msk-iam-sasl-signer-js\//);
+    expect(first).not.toContain("wJalrXUtnFEMI");
+  });
+
+  it("AWS_MSK_IAM without a region in the brokers' names or the environment is a setup error", async () => {
+    const region = process.env.AWS_REGION;
+    delete process.env.AWS_REGION;
+    try {
+      await expect(
+        optionsOf({
+          "bootstrap.servers": "b-1.msk.example:9098",
+          "security.protocol": "SASL_SSL",
+          "sasl.mechanism": "AWS_MSK_IAM",
+        }),
+      ).rejects.toThrow(ConnectionSetupError);
+    } finally {
+      if (region !== undefined) process.env.AWS_REGION = region;
+    }
   });
 });
 
