@@ -29,6 +29,7 @@ for (const [name, file] of Object.entries(LAMBDA_HANDLERS)) {
     sourcemap: BUNDLE.sourcemap,
     mainFields: BUNDLE.mainFields,
     banner: { js: BUNDLE.banner },
+    alias: BUNDLE.alias,
     logLevel: "warning",
   });
   const importMs = Array.from({ length: IMPORT_ROUNDS }, () =>

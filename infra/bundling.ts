@@ -11,6 +11,11 @@ export const BUNDLE = {
   /** Some dependencies still call require(); an ESM bundle needs it defined. */
   banner:
     "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+  /**
+   * The Kafka client's WebAssembly (CRC32C, compression) is read from a file beside its module, which a
+   * bundle does not have: its bundled build carries the module inline.
+   */
+  alias: { "@platformatic/wasm-utils": "@platformatic/wasm-utils/bundled" } as Record<string, string>,
 };
 
 export const LAMBDA_HANDLERS = {

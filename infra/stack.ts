@@ -343,6 +343,9 @@ export class PacerStack extends Stack {
         sourceMap: BUNDLE.sourcemap,
         mainFields: BUNDLE.mainFields,
         banner: BUNDLE.banner,
+        esbuildArgs: Object.fromEntries(
+          Object.entries(BUNDLE.alias).map(([from, to]) => [`--alias:${from}`, to]),
+        ),
       },
       ...options,
       environment: { ...options.environment, NODE_OPTIONS: "--enable-source-maps" },
