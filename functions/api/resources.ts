@@ -35,6 +35,7 @@ export function fleetRow(record: ClusterRecord, fleetConfig: ConfigOverrides, no
     gatedBrokers: last?.gatedBrokers ?? [],
     lastRunAtMs: record.state?.lastRunAtMs ?? null,
     lastElectionCount: last?.electionCount ?? null,
+    carriedOut: last?.carriedOut ?? null,
     moreWorkRemains: last?.moreWorkRemains ?? false,
     nextRunDueAtMs: last ? nextRunDueAtMs(last) : null,
     snapshotAgeMs: record.snapshot ? nowMs - record.snapshot.receivedAtMs : null,

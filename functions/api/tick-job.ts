@@ -133,7 +133,7 @@ async function runOnce(job: TickJob, worker: TickWorker, saved: { run: boolean }
       worker.decisionTtlMs,
     );
     if (run === null) continue; // another run saved first, or this job's key did: read again and see which
-    saved.run = run.saved;
+    saved.run = run.saved !== null;
     const { managed, ran } = run;
     worker.observer?.runCompleted(job.clusterId, managed);
     if (managed.elections.length > 0) await worker.publisher?.publish(job.clusterId, managed);

@@ -126,7 +126,10 @@ export async function runLive(
     carriedOut = carriedOutOf(report);
   }
   const outcome: TickOutcome = { ...run.ran, carriedOut };
-  await store.recordTick(clusterId, outcome);
+  // On the run's own summary too, so that it outlives the skips the next ticks record.
+  if (run.saved)
+    await store.recordCarriedOut(clusterId, record.version + 1, { ...run.saved, carriedOut }, outcome);
+  else await store.recordTick(clusterId, outcome);
   return { status: "done", outcome, answer: managed };
 }
 

@@ -2,7 +2,7 @@ import type { EffectiveConfig } from "../../schemas/config.ts";
 import type { Snapshot } from "../../schemas/snapshot.ts";
 import { INITIAL_STATE } from "../../schemas/state.ts";
 import { evaluate } from "../policy/run.ts";
-import type { ClusterRecord, PacerStore, TickOutcome } from "../store/store.ts";
+import type { ClusterRecord, DecisionSummary, PacerStore, TickOutcome } from "../store/store.ts";
 import { type ManagedAnswer, managedAnswerOf, storeDecision, summaryOf } from "./managed-run.ts";
 
 /**
@@ -15,7 +15,7 @@ export async function saveTickRun(
   record: ClusterRecord,
   run: { snapshot: Snapshot; config: EffectiveConfig; nowMs: number; key: string; snapshotId?: string },
   decisionTtlMs: number,
-): Promise<{ managed: ManagedAnswer; ran: TickOutcome; saved: boolean } | null> {
+): Promise<{ managed: ManagedAnswer; ran: TickOutcome; saved: DecisionSummary | null } | null> {
   const { nowMs, key } = run;
   const answer = evaluate({
     snapshot: run.snapshot,
@@ -28,6 +28,7 @@ export async function saveTickRun(
   const saves = answer.deferred === null;
   const managed = managedAnswerOf(answer, nowMs, record.version, saves);
   const ran: TickOutcome = { atMs: nowMs, outcome: "ran", decisionId: managed.decisionId };
+  let saved: DecisionSummary | null = null;
   if (saves) {
     const lastDecision = summaryOf(managed, { snapshotId: run.snapshotId, tickKey: key });
     const tick = { key, outcome: ran };
@@ -40,11 +41,12 @@ export async function saveTickRun(
       }))
     )
       return null;
+    saved = lastDecision;
     await storeDecision(store, record.clusterId, managed, decisionTtlMs);
   } else {
     await store.recordTick(record.clusterId, ran);
     if (answer.deferred)
       await store.recordDeferred(record.clusterId, { atMs: nowMs, reason: answer.deferred });
   }
-  return { managed, ran, saved: saves };
+  return { managed, ran, saved };
 }

@@ -29,6 +29,25 @@ export const BrokerRecovery = z
   })
   .meta({ id: "BrokerRecovery", description: "How far along a recovering broker is after a run" });
 
+export const CarriedOut = z
+  .object({
+    asked: z.number().int(),
+    done: z.number().int(),
+    notNeeded: z.number().int(),
+    failed: z.record(z.string(), z.number().int()).describe("Per Kafka error code"),
+    requestError: z.string().optional(),
+    notCarriedOut: z
+      .string()
+      .optional()
+      .describe("Why nothing was asked of Kafka: the read had grown too old"),
+    throttledBrokers: z.array(z.number().int()).optional().describe("Catch-up throttled after the run"),
+    throttleErrors: z.array(z.string()).optional(),
+  })
+  .meta({
+    id: "CarriedOut",
+    description: "A cluster the worker reaches itself: what it carried out of the run's batch",
+  });
+
 export const DecisionSummary = z
   .object({
     decisionId: z.string(),
@@ -42,6 +61,7 @@ export const DecisionSummary = z
     recovering: z.array(BrokerRecovery).optional().describe("Up to 8 recovering brokers"),
     snapshotId: z.string().optional().describe("The stored snapshot a tick ran on"),
     tickKey: z.string().optional().describe("The tick job that ran it: <scheduled time>#<run>"),
+    carriedOut: CarriedOut.optional(),
   })
   .meta({ id: "DecisionSummary" });
 
@@ -76,19 +96,7 @@ export const TickOutcome = z
       .describe(
         "With unreachable: no broker answered (unreachable), the TLS handshake failed (tls), SASL refused the credentials (authentication), Kafka refused an operation (authorization), or the connection could not be set up from what is registered (setup: a secret missing or not in its shape)",
       ),
-    carriedOut: z
-      .object({
-        asked: z.number().int(),
-        done: z.number().int(),
-        notNeeded: z.number().int(),
-        failed: z.record(z.string(), z.number().int()).describe("Per Kafka error code"),
-        requestError: z.string().optional(),
-        notCarriedOut: z.string().optional(),
-        throttledBrokers: z.array(z.number().int()).optional(),
-        throttleErrors: z.array(z.string()).optional(),
-      })
-      .optional()
-      .describe("A cluster the worker reaches itself: what it carried out of the run's batch"),
+    carriedOut: CarriedOut.optional(),
   })
   .meta({ id: "TickOutcome" });
 
@@ -147,6 +155,9 @@ export const FleetRow = z
     gatedBrokers: z.array(z.number().int()),
     lastRunAtMs: z.number().int().nullable(),
     lastElectionCount: z.number().int().nullable(),
+    carriedOut: CarriedOut.nullable().describe(
+      "A cluster the worker reaches itself: what became of the last run's batch",
+    ),
     moreWorkRemains: z.boolean(),
     nextRunDueAtMs: z.number().int().nullable(),
     snapshotAgeMs: z.number().int().nullable(),

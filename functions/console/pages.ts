@@ -4,7 +4,7 @@ import type { ManagedAnswer } from "../api/managed-run.ts";
 import { recoveryOf } from "../api/recovery.ts";
 import type { fleetRow } from "../api/resources.ts";
 import { formatDuration, formatRate, formatSpan } from "../format/text.ts";
-import type { BrokerRecovery, ClusterRecord, ReachFailure, TickOutcome } from "../store/store.ts";
+import type { BrokerRecovery, CarriedOut, ClusterRecord, ReachFailure, TickOutcome } from "../store/store.ts";
 import { barChart, legend, lineChart, type Series } from "./charts.ts";
 import { type Html, html } from "./html.ts";
 import { CLUSTER_STATES, type ClusterState, configWithSources } from "./state.ts";
@@ -18,12 +18,19 @@ function tickText(tick: TickOutcome): Html {
   const detail = tick.detail ? html` <span class="detail">${tick.detail}</span>` : "";
   if (tick.outcome === "unreachable")
     return html`unreachable (${REACH_TEXT[tick.reach ?? "unreachable"]})${detail}`;
-  const done = tick.carriedOut;
-  if (!done) return html`${tick.outcome}${detail}`;
-  if (done.notCarriedOut) return html`ran, not carried out <span class="detail">${done.notCarriedOut}</span>`;
-  const failed = Object.entries(done.failed).map(([code, n]) => `${n} with Kafka error ${code}`);
+  return tick.carriedOut
+    ? html`${tick.outcome}: ${carriedText(tick.carriedOut)}`
+    : html`${tick.outcome}${detail}`;
+}
+
+/** What the worker carried out of a batch, as its run line says it. */
+function carriedText(done: CarriedOut): string {
+  if (done.notCarriedOut) return `not carried out: ${done.notCarriedOut}`;
+  const failed = Object.entries(done.failed).map(([code, n]) => `${n} failed with Kafka error ${code}`);
   const request = done.requestError ? [`request failed: ${done.requestError}`] : [];
-  return html`ran: asked ${done.asked}, done ${done.done}, not needed ${done.notNeeded}${[...failed, ...request].map((f) => `; ${f}`).join("")}`;
+  return [`asked ${done.asked}, done ${done.done}, not needed ${done.notNeeded}`, ...failed, ...request].join(
+    "; ",
+  );
 }
 
 const REACH_TEXT: Record<ReachFailure, string> = {
@@ -213,7 +220,7 @@ ${rows.map(
 <td><span class="${stateClass(r.state)}">${r.state}</span></td>
 <td>${r.recovering.length > 0 ? recoveryBrief(r.recovering) : r.gatedBrokers.length > 0 ? `gated: ${r.gatedBrokers.join(", ")}` : "–"}</td>
 <td>${ago(nowMs, r.lastRunAtMs)}</td>
-<td>${r.lastElectionCount ?? "–"}</td>
+<td>${r.lastElectionCount ?? "–"}${r.carriedOut ? html` <span class="detail">${carriedText(r.carriedOut)}</span>` : ""}</td>
 <td>${dueText(r, nowMs)}</td>
 <td>${r.snapshotAgeMs === null ? "none" : formatSpan(r.snapshotAgeMs)}</td>
 <td>${r.lastTick ? tickText(r.lastTick) : "–"}</td>

@@ -79,6 +79,10 @@ export class DynamoStore implements PacerStore {
     return clusters.recordTick(this.table, ...args);
   }
 
+  recordCarriedOut(...args: Parameters<PacerStore["recordCarriedOut"]>) {
+    return clusters.recordCarriedOut(this.table, ...args);
+  }
+
   putDecision(...args: Parameters<PacerStore["putDecision"]>) {
     return decisions.putDecision(this.table, ...args);
   }

@@ -45,6 +45,8 @@ export interface DecisionSummary {
   snapshotId?: string;
   /** The tick job that ran it (see `tickKeyOf`), so that a redelivered job can publish it again. */
   tickKey?: string;
+  /** A cluster the worker reaches itself: what became of this run's batch. */
+  carriedOut?: CarriedOut;
 }
 
 /** When the run after a decision is due: its time plus the delay it asked for. */
@@ -246,6 +248,16 @@ export interface PacerStore {
   /** The snapshot's JSON text, or null if its chunks have expired. */
   getSnapshot(clusterId: string, meta: SnapshotMeta): Promise<string | null>;
   recordTick(clusterId: string, outcome: TickOutcome): Promise<void>;
+  /**
+   * What the worker carried out of the run saved at `version`, on that run's decision summary and as
+   * the last tick; false (and nothing written) if a later run was saved since.
+   */
+  recordCarriedOut(
+    clusterId: string,
+    version: number,
+    lastDecision: DecisionSummary,
+    outcome: TickOutcome,
+  ): Promise<boolean>;
   /** Counts a deferred run of a known cluster; nothing for an unknown one. */
   recordDeferred(clusterId: string, deferred: DeferredRun): Promise<void>;
 

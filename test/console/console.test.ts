@@ -355,6 +355,45 @@ describe("the console, without tokens", () => {
     expect(other).not.toContain("throttled at");
   });
 
+  it("says why a cluster the worker reads could not be reached, and what became of another's batch", async () => {
+    const connection = { "bootstrap.servers": "b-1.kafka.example:9096", "security.protocol": "PLAINTEXT" };
+    await call(server, "PUT", "/v1/clusters/refused-9/connection", connection);
+    await server.store.recordTick("refused-9", {
+      atMs: Date.now(),
+      outcome: "unreachable",
+      reach: "authentication",
+      detail: "SASL authentication failed",
+    });
+    await call(server, "PUT", "/v1/clusters/carried-10/connection", connection);
+    await call(server, "PUT", "/v1/clusters/carried-10/config", { ...PACED, "pacer.tick.enabled": true });
+    await call(server, "POST", "/v1/clusters/carried-10/evaluate", { snapshot: recoveringSnapshot(0) });
+    const record = await server.store.getCluster("carried-10");
+    const summary = record?.lastDecision;
+    if (!record || !summary) throw new Error("carried-10 has no run");
+    const carriedOut = { asked: 20, done: 18, notNeeded: 0, failed: { "80": 2 } };
+    const outcome = { atMs: Date.now(), outcome: "ran" as const, carriedOut };
+    expect(
+      await server.store.recordCarriedOut("carried-10", record.version, { ...summary, carriedOut }, outcome),
+    ).toBe(true);
+    // A later run saved since: what the worker carried out no longer describes the last run.
+    expect(await server.store.recordCarriedOut("carried-10", record.version - 1, summary, outcome)).toBe(
+      false,
+    );
+
+    const fleet = await (await fetch(`${server.url}/`)).text();
+    const rowText = (id: string) =>
+      fleet
+        .slice(fleet.indexOf(`data-cluster="${id}"`))
+        .split("</tr>")[0]
+        ?.replace(/<[^>]+>/g, "");
+    expect(rowText("refused-9")).toContain("unreachable (credentials refused) SASL authentication failed");
+    // The state, then the last tick.
+    expect(rowText("refused-9")?.split("unreachable")).toHaveLength(3);
+    expect(rowText("carried-10")).toContain("asked 20, done 18, not needed 0; 2 failed with Kafka error 80");
+    const page = await (await fetch(`${server.url}/clusters/carried-10`)).text();
+    expect(page).toContain("on: the service reads the cluster and elects itself");
+  });
+
   it("passes axe-core on every page and state, at laptop and phone widths, within the window", async () => {
     const paths = [
       "/",

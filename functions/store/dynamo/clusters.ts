@@ -7,7 +7,7 @@ import {
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import type { ConfigOverrides } from "../../../schemas/config.ts";
-import type { ClusterRecord, DeferredRun, PacerStore, Page, TickOutcome } from "../store.ts";
+import type { ClusterRecord, DecisionSummary, DeferredRun, PacerStore, Page, TickOutcome } from "../store.ts";
 import { TABLE } from "../table.ts";
 import { FLEET_KEY } from "./fleet.ts";
 import {
@@ -193,6 +193,30 @@ export async function recordTick(table: Table, clusterId: string, outcome: TickO
         UpdateExpression: "SET lastTick = :tick",
         ConditionExpression: `attribute_exists(${TABLE.partitionKey})`,
         ExpressionAttributeValues: { ":tick": json(outcome) },
+      }),
+    ),
+  );
+}
+
+export function recordCarriedOut(
+  table: Table,
+  clusterId: string,
+  version: number,
+  lastDecision: DecisionSummary,
+  outcome: TickOutcome,
+) {
+  return conditionally(() =>
+    table.client.send(
+      new UpdateItemCommand({
+        TableName: table.tableName,
+        Key: clusterKey(clusterId),
+        UpdateExpression: "SET lastDecision = :decision, lastTick = :tick",
+        ConditionExpression: "version = :version",
+        ExpressionAttributeValues: {
+          ":decision": json(lastDecision),
+          ":tick": json(outcome),
+          ":version": n(version),
+        },
       }),
     ),
   );
