@@ -1,4 +1,5 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ScanCommand } from "@aws-sdk/client-dynamodb";
@@ -16,10 +17,11 @@ import {
 } from "../../devkit/kafka/recovery.ts";
 import { freePort } from "../../devkit/processes.ts";
 import { type SecretsManagerServer, startSecretsManager } from "../../devkit/secrets-manager.ts";
-import { createApi, DECISION_TTL_MS, IDEMPOTENCY_TTL_MS } from "../../functions/api/app.ts";
+import { DECISION_TTL_MS, IDEMPOTENCY_TTL_MS } from "../../functions/api/app.ts";
 import type { ManagedAnswer } from "../../functions/api/managed-run.ts";
 import type { TickJob } from "../../functions/api/tick.ts";
 import { runTickJob, type TickWorker } from "../../functions/api/tick-job.ts";
+import { createApp } from "../../functions/app.ts";
 import { createTickHandler } from "../../functions/handlers/lambda-tick.ts";
 import { createWorkerHandler } from "../../functions/handlers/lambda-worker.ts";
 import { secretsManagerReaderOf } from "../../functions/handlers/secrets-manager.ts";
@@ -63,7 +65,9 @@ let secretsManager: SecretsManagerServer;
 let backing: TestStore;
 let queues: TestQueues;
 let env: Record<string, string>;
-let api: ReturnType<typeof createApi>;
+let api: ReturnType<typeof createApp>;
+/** Accepts connections and never answers: a cluster whose job only its budget ends. */
+let silent: Server;
 let secretArn: string;
 /** Everything the handlers wrote (their structured logs and metrics): searched for secrets. */
 let logged = "";
@@ -93,8 +97,11 @@ beforeAll(async () => {
     SQS_ENDPOINT: inject("sqsEndpoint"),
     SECRETSMANAGER_ENDPOINT: secretsManager.endpoint,
     PACER_TICK_WINDOW_SECONDS: "3",
+    PACER_CLUSTER_BUDGET_MS: "4000",
   };
-  api = createApi({
+  silent = createServer(() => undefined);
+  await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+  api = createApp({
     store: backing.store,
     decisionTtlMs: DECISION_TTL_MS,
     idempotencyTtlMs: IDEMPOTENCY_TTL_MS,
@@ -112,6 +119,7 @@ afterAll(async () => {
   process.stdout.write = writeStdout;
   process.stderr.write = writeStderr;
   queues?.client.destroy();
+  silent?.close();
   await Promise.all([cluster?.close(), secretsManager?.stop(), backing?.close()]);
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
@@ -175,7 +183,7 @@ async function decisionsOf(clusterId: string): Promise<ManagedAnswer[]> {
 }
 
 describe("the scheduled worker reads each cluster and elects itself", () => {
-  it("paces a restarted broker back over SCRAM and TLS, beside a cluster with a wrong password and one unreachable", async () => {
+  it("paces a restarted broker back over SCRAM and TLS, beside clusters with a wrong password, unreachable, and never answering", async () => {
     const wrongArn = await secretsManager.createSecret(
       "kafka/pacer-wrong",
       JSON.stringify({ ...USER, password: WRONG_PASSWORD }),
@@ -184,6 +192,10 @@ describe("the scheduled worker reads each cluster and elects itself", () => {
     await register("wrong-password", scramOverTls(wrongArn));
     await register("unreachable", {
       "bootstrap.servers": `127.0.0.1:${await freePort()}`,
+      "security.protocol": "PLAINTEXT",
+    });
+    await register("silent", {
+      "bootstrap.servers": `127.0.0.1:${(silent.address() as { port: number }).port}`,
       "security.protocol": "PLAINTEXT",
     });
 
@@ -233,16 +245,27 @@ describe("the scheduled worker reads each cluster and elects itself", () => {
       reach: "authentication",
     });
     expect(rowOf("unreachable")?.lastTick).toMatchObject({ outcome: "unreachable", reach: "unreachable" });
+    // A broker that never answers costs its own job the budget, and nothing else.
+    expect(rowOf("silent")?.lastTick).toMatchObject({ outcome: "unreachable", reach: "unreachable" });
     expect(rowOf("paced")?.connected).toBe(true);
     const carried = rowOf("paced")?.carriedOut;
     expect(carried).toMatchObject({ asked: expect.any(Number), notNeeded: 0, failed: {} });
     expect(carried?.done).toBe(carried?.asked);
 
-    // The secrets are nowhere but in Secrets Manager: not in the table, the API, or the logs.
+    // The secrets are nowhere but in Secrets Manager: not in the table, the API, the console or the logs.
     const scan = dynamoClient({ endpoint: backing.endpoint });
     const items = JSON.stringify((await scan.send(new ScanCommand({ TableName: backing.tableName }))).Items);
     scan.destroy();
-    const listing = JSON.stringify(clusters) + JSON.stringify(await getJson("/v1/clusters/paced/connection"));
+    const pages = await Promise.all(
+      ["/", "/clusters/paced", "/clusters/wrong-password"].map(async (path) =>
+        (await api.request(path)).text(),
+      ),
+    );
+    expect(pages[2]).toContain("credentials refused");
+    const listing =
+      JSON.stringify(clusters) +
+      JSON.stringify(await getJson("/v1/clusters/paced/connection")) +
+      pages.join("");
     for (const text of [items, listing, logged]) {
       expect(text).not.toContain(USER.password);
       expect(text).not.toContain(WRONG_PASSWORD);
