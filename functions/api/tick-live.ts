@@ -223,6 +223,11 @@ export function reachFailureOf(error: unknown): ReachFailure | null {
   if (error instanceof BudgetExceededError) return "unreachable";
   if (error instanceof KafkaRequestError && ERRORS_NOT_AUTHORIZED.has(error.errorCode))
     return "authorization";
+  // The client library's answer with errors in it (a topic the principal may not describe): each
+  // error carries its Kafka code.
+  const inner = (error as { errors?: { apiCode?: number }[] }).errors;
+  if (Array.isArray(inner) && inner.some((e) => ERRORS_NOT_AUTHORIZED.has(e.apiCode ?? -1)))
+    return "authorization";
   // The connection dropped mid-read (a broker killed, a timeout): as good as unreachable this run.
   if (
     error instanceof Error &&
