@@ -2,7 +2,6 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { DECISION_TTL_MS, DEFAULT_MAX_BODY_BYTES } from "../api/app.ts";
 import { TokenAuth } from "../api/auth.ts";
-import type { RunObserver } from "../api/managed-run.ts";
 import { Offload } from "../api/offload.ts";
 import type { DecisionPublisher } from "../api/tick-job.ts";
 import { createApp } from "../app.ts";
@@ -161,7 +160,7 @@ const logPublisher: DecisionPublisher = {
   },
 };
 
-function startTicker(store: PacerStore, observer: RunObserver, options: LocalServerOptions) {
+function startTicker(store: PacerStore, observer: PrometheusObserver, options: LocalServerOptions) {
   const ticker = new LocalTicker({
     store,
     observer,
@@ -173,15 +172,16 @@ function startTicker(store: PacerStore, observer: RunObserver, options: LocalSer
     // from Secrets Manager (SECRETSMANAGER_ENDPOINT for a Secrets Manager-protocol server).
     clients: new ClusterConnections(secretsManagerReaderOf(process.env)),
     onJob: (result) => {
-      if (result.status === "unreachable")
-        console.error(
-          JSON.stringify({
-            message: "cluster unreachable",
-            clusterId: result.clusterId,
-            reach: result.reach,
-            detail: result.detail,
-          }),
-        );
+      if (result.status !== "unreachable") return;
+      observer.clusterUnreachable(result.clusterId, result.reach);
+      console.error(
+        JSON.stringify({
+          message: "cluster unreachable",
+          clusterId: result.clusterId,
+          reach: result.reach,
+          detail: result.detail,
+        }),
+      );
     },
     onFailure: (clusterId, error) =>
       console.error(JSON.stringify({ message: "tick job failed", clusterId, error: error.message })),

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Registry } from "prom-client";
 import type { ManagedAnswer, RunObserver } from "../api/managed-run.ts";
+import type { ReachFailure } from "../store/store.ts";
 
 /** The run metrics of SPEC §4 as Prometheus counters and gauges, for the local server's GET /metrics. */
 export class PrometheusObserver implements RunObserver {
@@ -23,6 +24,11 @@ export class PrometheusObserver implements RunObserver {
   private readonly maxWaitExpired = this.counter(
     "leadership_pacer_max_wait_expired_total",
     "Brokers let through by the max-wait escape hatch (a broker that never caught up)",
+  );
+  private readonly unreachable = this.counter(
+    "leadership_pacer_cluster_unreachable_total",
+    "Tick jobs that could not read a cluster the worker reaches itself, by why",
+    ["cluster", "reach"],
   );
   private readonly gatedBrokers = new Gauge({
     name: "leadership_pacer_gated_brokers",
@@ -61,6 +67,10 @@ export class PrometheusObserver implements RunObserver {
       cluster,
       brokers.map(([broker]) => broker),
     );
+  }
+
+  clusterUnreachable(cluster: string, reach: ReachFailure | undefined): void {
+    this.unreachable.inc({ cluster, reach: reach ?? "unreachable" });
   }
 
   text(): Promise<string> {
