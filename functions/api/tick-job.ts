@@ -112,7 +112,9 @@ async function runOnce(job: TickJob, worker: TickWorker, saved: { run: boolean }
       if (live.status === "unreachable") return result(live.outcome, "unreachable");
       saved.run = true;
       worker.observer?.runCompleted(job.clusterId, live.answer);
-      if (live.answer.moreWorkRemains)
+      // The worker reads the cluster itself, so a recovery under way (a ramp, a broker held back, a
+      // catch-up throttled) is looked at again at its own pace within the window, not the tick's.
+      if (recoveryUnderWay(live.answer))
         await followUp({ ...job, run: job.run + 1 }, nextRunDueAtMs(live.answer), worker);
       return result(live.outcome, "done", live.answer.elections.length);
     }
@@ -160,6 +162,9 @@ async function skip(job: TickJob, record: ClusterRecord, skipped: SkipOutcome, w
   if (job.run === 1 && skipChanged(record, skipped)) await worker.store.recordTick(job.clusterId, outcome);
   return outcome;
 }
+
+const recoveryUnderWay = (answer: ManagedAnswer) =>
+  answer.moreWorkRemains || answer.brokers.some((b) => b.gated) || (answer.catchUpThrottles?.length ?? 0) > 0;
 
 /** Queues the job for `atMs`, unless that is past the tick's window: the next tick takes over then. */
 async function followUp(job: TickJob, atMs: number, worker: TickWorker) {
