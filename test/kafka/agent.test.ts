@@ -176,15 +176,17 @@ describe("the agent's snapshot", () => {
     await setReplicationThrottle(cluster, 1_000_000);
     try {
       await cluster.stopBroker(2, "SIGTERM");
-      await produceUneven(cluster, TOPICS, 30, 20_000_000);
+      // 40 MB, of which broker 2 holds replicas of about two thirds: at 1 MB/s it is still well behind
+      // by the first read that sees it answer (on CI, beside the other part's clusters, that took ~10 s).
+      await produceUneven(cluster, TOPICS, 30, 40_000_000);
       await cluster.startBroker(2);
-      // Back and registered, fetching at 1 MB/s: most of the 20 MB it missed is still to fetch.
+      // Back and registered, fetching at 1 MB/s: much of what it missed is still to fetch.
       const behind = await waitFor(async () => {
         const lag = await lagOf(2);
         return lag !== undefined && lag > 0 ? lag : undefined;
       }, 30_000);
       expect(behind).toBeGreaterThan(5_000_000);
-      expect(behind).toBeLessThan(25_000_000);
+      expect(behind).toBeLessThan(45_000_000);
       expect(await lagOf(1)).toBe(0);
     } finally {
       await setReplicationThrottle(cluster, 0);
