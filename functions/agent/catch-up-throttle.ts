@@ -1,7 +1,7 @@
 import type { CatchUpThrottle } from "../../schemas/answer.ts";
 import type { ThrottleRecord } from "../../schemas/throttle-record.ts";
 import {
-  BrokerNotInMetadataError,
+  BrokerDownError,
   type ConfigChange,
   type ConfigChangeResult,
   type ConfigValue,
@@ -355,7 +355,8 @@ export class CatchUpThrottler {
     try {
       configs = await this.kafka.describeBrokerConfigs(broker, [config]);
     } catch (error) {
-      if (!(error instanceof BrokerNotInMetadataError)) throw error;
+      // Down: gone from the metadata, or still listed but not answering. Its config is changed on it.
+      if (!(error instanceof BrokerDownError)) throw error;
       step.report.liftWhenBack.push(broker);
       return;
     }

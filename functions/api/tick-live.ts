@@ -3,7 +3,12 @@ import { type AgentOptions, type ClusterAccess, carryOutAnswer, type RunReport }
 import { CatchUpThrottler } from "../agent/catch-up-throttle.ts";
 import { readCluster, snapshotOf } from "../agent/snapshot.ts";
 import { StoredThrottleRecord } from "../agent/throttle-record.ts";
-import { type KafkaAdminClient, KafkaConnectError, KafkaRequestError } from "../kafka/admin.ts";
+import {
+  BrokerDownError,
+  type KafkaAdminClient,
+  KafkaConnectError,
+  KafkaRequestError,
+} from "../kafka/admin.ts";
 import type { ClusterClients } from "../kafka/cluster-connections.ts";
 import { ConnectionSetupError } from "../kafka/connection-options.ts";
 import type { CarriedOut, ClusterRecord, PacerStore, ReachFailure, TickOutcome } from "../store/store.ts";
@@ -220,7 +225,7 @@ function reachOutcome(atMs: number, reach: ReachFailure, detail: string): TickOu
 export function reachFailureOf(error: unknown): ReachFailure | null {
   if (error instanceof ConnectionSetupError) return "setup";
   if (error instanceof KafkaConnectError) return error.kind;
-  if (error instanceof BudgetExceededError) return "unreachable";
+  if (error instanceof BudgetExceededError || error instanceof BrokerDownError) return "unreachable";
   if (error instanceof KafkaRequestError && ERRORS_NOT_AUTHORIZED.has(error.errorCode))
     return "authorization";
   // The client library's answer with errors in it (a topic the principal may not describe): each

@@ -106,13 +106,33 @@ export class KafkaRequestError extends Error {
   }
 }
 
-/** A call meant for one broker (its own configs, its log dirs), which is not in the cluster's metadata: it is down. */
-export class BrokerNotInMetadataError extends Error {
+/** A call meant for one broker (its own configs, its log dirs), which is down. */
+export class BrokerDownError extends Error {
   constructor(
     readonly brokerId: number,
-    role: string,
+    message: string,
   ) {
-    super(`${role} ${brokerId} is not in the cluster's metadata (down, or not yet registered)`);
+    super(message);
+  }
+}
+
+/** The broker is not in the cluster's metadata: down, or not yet registered. */
+export class BrokerNotInMetadataError extends BrokerDownError {
+  constructor(brokerId: number, role: string) {
+    super(brokerId, `${role} ${brokerId} is not in the cluster's metadata (down, or not yet registered)`);
+  }
+}
+
+/**
+ * The broker is in the metadata but cannot be connected to: stopped a moment ago, and still listed
+ * until its session times out (KRaft) or its ZooKeeper node goes.
+ */
+export class BrokerUnreachableError extends BrokerDownError {
+  constructor(brokerId: number, role: string, cause: unknown) {
+    super(
+      brokerId,
+      `${role} ${brokerId} is listed but could not be connected to: ${(cause as Error)?.message ?? cause}`,
+    );
   }
 }
 
@@ -416,8 +436,15 @@ export class KafkaAdminClient {
     if (!endpoint) throw new BrokerNotInMetadataError(brokerId, role);
     for (let attempt = 0; ; attempt++) {
       const reused = this.brokerConnections.get(brokerId)?.isConnected() === true;
+      let connection: Connection;
       try {
-        return await body(await this.brokerConnection(endpoint));
+        connection = await this.brokerConnection(endpoint);
+      } catch (error) {
+        await this.dropBrokerConnection(brokerId);
+        throw new BrokerUnreachableError(brokerId, role, error);
+      }
+      try {
+        return await body(connection);
       } catch (error) {
         await this.dropBrokerConnection(brokerId);
         if (!reused || attempt > 0) throw error;

@@ -17,6 +17,7 @@ import {
 } from "../../devkit/kafka/recovery.ts";
 import { freePort } from "../../devkit/processes.ts";
 import { type SecretsManagerServer, startSecretsManager } from "../../devkit/secrets-manager.ts";
+import { CatchUpThrottler, FOLLOWER_RATE } from "../../functions/agent/catch-up-throttle.ts";
 import { DECISION_TTL_MS, IDEMPOTENCY_TTL_MS } from "../../functions/api/app.ts";
 import type { ManagedAnswer } from "../../functions/api/managed-run.ts";
 import type { TickJob } from "../../functions/api/tick.ts";
@@ -25,10 +26,12 @@ import { createApp } from "../../functions/app.ts";
 import { createTickHandler } from "../../functions/handlers/lambda-tick.ts";
 import { createWorkerHandler } from "../../functions/handlers/lambda-worker.ts";
 import { secretsManagerReaderOf } from "../../functions/handlers/secrets-manager.ts";
+import { KafkaAdminClient } from "../../functions/kafka/admin.ts";
 import { ClusterConnections } from "../../functions/kafka/cluster-connections.ts";
 import { sqsJobQueue } from "../../functions/queue/sqs-queue.ts";
 import { dynamoClient } from "../../functions/store/client.ts";
 import type { PacerStore } from "../../functions/store/store.ts";
+import type { ThrottleRecord } from "../../schemas/throttle-record.ts";
 import { createQueues, deliverAll, sqsEvent, type TestQueues } from "../support/sqs.ts";
 import { openStore, type TestStore } from "../support/stores.ts";
 
@@ -362,6 +365,34 @@ describe("the scheduled worker reads each cluster and elects itself", () => {
     expect(record?.lastTick?.carriedOut?.notCarriedOut).toMatch(
       /old, over pacer\.snapshot\.max\.age\.ms \(1000\)/,
     );
+  });
+});
+
+describe("a broker killed a moment ago, still in the cluster's metadata", () => {
+  it("is down to the catch-up throttle: its rate is lifted once it is back, not an error each run", async () => {
+    const kafka = new KafkaAdminClient({ bootstrapServers: cluster.bootstrapServers.split(",") });
+    let record: ThrottleRecord = {
+      rates: { [`${FOLLOWER_RATE}@3`]: { rateBytesPerSecond: 1_000_000 } },
+      lists: {},
+      throttlingSinceMs: { "3": Date.now() },
+    };
+    const throttler = new CatchUpThrottler(kafka, {
+      load: async () => structuredClone(record),
+      save: async (next) => {
+        record = structuredClone(next);
+      },
+    });
+    try {
+      await cluster.stopBroker(3, "SIGKILL");
+      // KRaft lists it until its session times out (9 s): connecting to it is refused meanwhile.
+      const report = await throttler.liftAll();
+      expect(report.errors).toEqual([]);
+      expect(report.liftWhenBack).toEqual([3]);
+      expect(record.rates).toHaveProperty(`${FOLLOWER_RATE}@3`);
+    } finally {
+      await kafka.close();
+      await cluster.startBroker(3);
+    }
   });
 });
 
