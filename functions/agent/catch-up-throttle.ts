@@ -366,7 +366,16 @@ export class CatchUpThrottler {
         resource: { type: "broker", name },
         configs: [{ name: config, op: "delete" }],
       };
-      const [result] = await step.alter([change], broker);
+      let results: ConfigChangeResult[];
+      try {
+        results = await step.alter([change], broker);
+      } catch (error) {
+        // Gone between the two calls: kept for when it is back, like a broker found down.
+        if (!(error instanceof BrokerDownError)) throw error;
+        step.report.liftWhenBack.push(broker);
+        return;
+      }
+      const [result] = results;
       if (result && result.errorCode !== 0) return;
     }
     delete record.rates[key];

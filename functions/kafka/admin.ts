@@ -124,8 +124,9 @@ export class BrokerNotInMetadataError extends BrokerDownError {
 }
 
 /**
- * The broker is in the metadata but cannot be connected to: stopped a moment ago, and still listed
- * until its session times out (KRaft) or its ZooKeeper node goes.
+ * The broker is in the metadata but does not answer (the connection refused, closed or timed out):
+ * stopped a moment ago or shutting down, and still listed until its session times out (KRaft) or its
+ * ZooKeeper node goes.
  */
 export class BrokerUnreachableError extends BrokerDownError {
   constructor(brokerId: number, role: string, cause: unknown) {
@@ -148,6 +149,8 @@ const CONFIG_SOURCES: Record<number, ConfigSource> = {
 };
 const CONFIG_OPERATIONS = { set: 0, delete: 1, append: 2, subtract: 3 } as const;
 const NOT_CONTROLLER = 41;
+/** The client library's code for a connection closed, refused or timed out under a call. */
+const NETWORK_ERROR = "PLT_KFK_NETWORK";
 const API_DESCRIBE_CLUSTER = 60;
 /** Partitions per DescribeTopicPartitions page; brokers cap it at max.request.partition.size.limit (2000). */
 const PAGE_PARTITIONS = 2000;
@@ -447,7 +450,11 @@ export class KafkaAdminClient {
         return await body(connection);
       } catch (error) {
         await this.dropBrokerConnection(brokerId);
-        if (!reused || attempt > 0) throw error;
+        if (reused && attempt === 0) continue;
+        // The connection closed or timed out under the call (a broker shutting down): it is down too.
+        if ((error as { code?: string }).code === NETWORK_ERROR)
+          throw new BrokerUnreachableError(brokerId, role, error);
+        throw error;
       }
     }
   }
