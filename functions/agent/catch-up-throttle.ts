@@ -181,7 +181,13 @@ export class CatchUpThrottler {
     const rates = wantedRates(wanted);
     const ours = new Set<string>();
     for (const rate of [...rates.values()].sort((a, b) => a.key.localeCompare(b.key))) {
-      const held = await step.run(`broker ${rate.broker}`, () => this.holdRate(rate, record, step, resend));
+      // A broker down (stopped a moment ago, still listed) is looked at again next run, not an error.
+      const held = await step.run(`broker ${rate.broker}`, () =>
+        this.holdRate(rate, record, step, resend).catch((error: unknown) => {
+          if (error instanceof BrokerDownError) return undefined;
+          throw error;
+        }),
+      );
       // A rate that could not be looked at this run stays as it was, ours if it was.
       if (held || (held === undefined && record.rates[rate.key])) ours.add(rate.key);
     }

@@ -479,12 +479,17 @@ export class KafkaAdminClient {
   }
 
   private async call<T>(body: (connection: Connection) => Promise<T>): Promise<T> {
-    const connection = await this.connect();
-    try {
-      return await body(connection);
-    } catch (error) {
-      await this.close();
-      throw error;
+    for (let attempt = 0; ; attempt++) {
+      const reused = this.connection?.isConnected() === true;
+      const connection = await this.connect();
+      try {
+        return await body(connection);
+      } catch (error) {
+        await this.close();
+        // A kept connection closed under the call (its broker stopped): once more on another server.
+        // Every call sent this way may be repeated.
+        if (!reused || attempt > 0 || (error as { code?: string }).code !== NETWORK_ERROR) throw error;
+      }
     }
   }
 
