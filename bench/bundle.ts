@@ -2,8 +2,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { build } from "esbuild";
-import { BUNDLE, LAMBDA_HANDLERS } from "../infra/bundling.ts";
+import { buildLambdaBundle, LAMBDA_HANDLERS } from "../infra/bundling.ts";
 
 /**
  * The Lambda bundles as the stack builds them: their minified size (target ≤ 1 MB) and the API bundle's
@@ -18,20 +17,7 @@ const median = (values: number[]) =>
 const rows = [];
 for (const [name, file] of Object.entries(LAMBDA_HANDLERS)) {
   const outfile = join(out, name, "index.mjs");
-  await build({
-    entryPoints: [`functions/handlers/${file}`],
-    bundle: true,
-    platform: "node",
-    outfile,
-    format: BUNDLE.format,
-    target: BUNDLE.target,
-    minify: BUNDLE.minify,
-    sourcemap: BUNDLE.sourcemap,
-    mainFields: BUNDLE.mainFields,
-    banner: { js: BUNDLE.banner },
-    alias: BUNDLE.alias,
-    logLevel: "warning",
-  });
+  await buildLambdaBundle(file, outfile);
   const importMs = Array.from({ length: IMPORT_ROUNDS }, () =>
     Number(
       execFileSync(

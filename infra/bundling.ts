@@ -23,3 +23,25 @@ export const LAMBDA_HANDLERS = {
   Tick: "lambda-tick.ts",
   Worker: "lambda-worker.ts",
 } as const;
+
+/**
+ * Builds one handler's bundle with the options above into `outfile`, as the stack's bundling does
+ * (the stack passes the same options through NodejsFunction's bundling props).
+ */
+export async function buildLambdaBundle(file: string, outfile: string): Promise<void> {
+  const { build } = await import("esbuild");
+  await build({
+    entryPoints: [`functions/handlers/${file}`],
+    bundle: true,
+    platform: "node",
+    outfile,
+    format: BUNDLE.format,
+    target: BUNDLE.target,
+    minify: BUNDLE.minify,
+    sourcemap: BUNDLE.sourcemap,
+    mainFields: BUNDLE.mainFields,
+    banner: { js: BUNDLE.banner },
+    alias: BUNDLE.alias,
+    logLevel: "warning",
+  });
+}

@@ -208,7 +208,7 @@ function carriedOutOf(report: RunReport): CarriedOut {
     asked,
     done,
     notNeeded,
-    failed: Object.fromEntries(Object.entries(failed).map(([code, count]) => [String(code), count])),
+    failed: { ...failed },
     ...(requestError ? { requestError } : {}),
     ...(report.catchUp?.throttled.length
       ? { throttledBrokers: report.catchUp.throttled.map((t) => t.broker) }

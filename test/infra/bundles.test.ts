@@ -2,9 +2,8 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { build } from "esbuild";
 import { afterAll, describe, expect, it } from "vitest";
-import { BUNDLE, LAMBDA_HANDLERS } from "../../infra/bundling.ts";
+import { buildLambdaBundle, LAMBDA_HANDLERS } from "../../infra/bundling.ts";
 
 /**
  * Each Lambda bundle, built with the stack's options, loads in a fresh Node process from a folder with
@@ -18,19 +17,7 @@ afterAll(() => rmSync(out, { recursive: true, force: true }));
 describe("the Lambda bundles", () => {
   it.each(Object.entries(LAMBDA_HANDLERS))("%s loads with nothing beside it", async (name, file) => {
     const outfile = join(out, name, "index.mjs");
-    await build({
-      entryPoints: [`functions/handlers/${file}`],
-      bundle: true,
-      platform: "node",
-      outfile,
-      format: BUNDLE.format,
-      target: BUNDLE.target,
-      minify: BUNDLE.minify,
-      mainFields: BUNDLE.mainFields,
-      banner: { js: BUNDLE.banner },
-      alias: BUNDLE.alias,
-      logLevel: "error",
-    });
+    await buildLambdaBundle(file, outfile);
     const exported = execFileSync(
       process.execPath,
       ["-e", `import(${JSON.stringify(outfile)}).then((m) => console.log(typeof m.handler))`],
