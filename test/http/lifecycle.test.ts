@@ -89,13 +89,15 @@ describe("the local tick", () => {
         body: { "pacer.tick.enabled": true },
       });
       await call(`${server.url}/v1/clusters/ticked/snapshot`, { method: "PUT", body: caughtUp });
-      let view = await call(`${server.url}/v1/clusters/ticked`);
-      for (let i = 0; i < 40 && view.json.lastTick?.outcome !== "ran"; i++) {
+      // The run's outcome is saved with its state; its decision record is written just after, so
+      // wait for the record: once it is listed, the outcome that names it is saved too.
+      let decisions = await call(`${server.url}/v1/clusters/ticked/decisions`);
+      for (let i = 0; i < 40 && decisions.json.decisions?.length !== 1; i++) {
         await new Promise((resolve) => setTimeout(resolve, 100));
-        view = await call(`${server.url}/v1/clusters/ticked`);
+        decisions = await call(`${server.url}/v1/clusters/ticked/decisions`);
       }
+      const view = await call(`${server.url}/v1/clusters/ticked`);
       expect(view.json.lastTick).toMatchObject({ outcome: "ran" });
-      const decisions = await call(`${server.url}/v1/clusters/ticked/decisions`);
       expect(decisions.json.decisions).toHaveLength(1);
       expect(decisions.json.decisions[0].elections).toHaveLength(10);
       expect(decisions.json.decisions[0].decisionId).toBe(view.json.lastTick.decisionId);
