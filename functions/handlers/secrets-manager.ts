@@ -4,7 +4,8 @@ import type { SecretReader } from "../kafka/connection-options.ts";
 
 /**
  * Secrets Manager behind the SecretReader: each secret read at most once per `ttlMs` (a warm Lambda
- * ticks every minute; a rotated secret is picked up within the TTL). SECRETSMANAGER_ENDPOINT points
+ * ticks every minute; a rotated secret is picked up within the TTL, or at once after a client using it
+ * failed and was dropped). SECRETSMANAGER_ENDPOINT points
  * it at a Secrets Manager-protocol server (tests), with placeholder credentials.
  */
 export class SecretsManagerReader implements SecretReader {
@@ -23,6 +24,10 @@ export class SecretsManagerReader implements SecretReader {
     if (answer.SecretString === undefined) throw new Error("it holds binary data, not a string");
     this.cache.set(arn, { value: answer.SecretString, readAtMs: this.clock() });
     return answer.SecretString;
+  }
+
+  forget(arn: string): void {
+    this.cache.delete(arn);
   }
 }
 

@@ -1,6 +1,6 @@
 import type { ClusterConnection } from "../../schemas/connection.ts";
 import { KafkaAdminClient, type KafkaClientOptions } from "./admin.ts";
-import { clientOptionsOfConnection, type SecretReader } from "./connection-options.ts";
+import { clientOptionsOfConnection, type SecretReader, secretArnsOf } from "./connection-options.ts";
 import type { MskTokenSigner } from "./msk-iam.ts";
 
 /**
@@ -15,6 +15,7 @@ interface Kept {
   client: KafkaAdminClient;
   /** The registered connection it was made from, as JSON: a changed registration makes a new client. */
   registered: string;
+  secretArns: string[];
   lastUsedMs: number;
   madeAtMs: number;
 }
@@ -25,7 +26,7 @@ export interface ClusterClients {
     clusterId: string,
     connection: ClusterConnection,
   ): Promise<{ client: KafkaAdminClient; kept: boolean }>;
-  /** Closes and forgets a cluster's client: the next job connects anew. */
+  /** Closes and forgets a cluster's client: the next job connects anew, with its secrets read again. */
   drop(clusterId: string): Promise<void>;
   close(): Promise<void>;
 }
@@ -54,23 +55,29 @@ export class ClusterConnections implements ClusterClients {
       return { client: kept.client, kept: true };
     }
     if (kept) await this.drop(clusterId);
-    const options: KafkaClientOptions = await clientOptionsOfConnection(
-      connection,
-      this.secrets,
-      this.options.signMskToken,
-    );
+    const secretArns = secretArnsOf(connection);
+    let options: KafkaClientOptions;
+    try {
+      options = await clientOptionsOfConnection(connection, this.secrets, this.options.signMskToken);
+    } catch (error) {
+      // A secret not in its shape (mid-rotation, say) is read again at the next job, not kept for the TTL.
+      for (const arn of secretArns) this.secrets.forget?.(arn);
+      throw error;
+    }
     // The worker's budget per cluster bounds each call, unless the registration asks for less.
     const timeoutMs = this.options.requestTimeoutMs;
     if (timeoutMs !== undefined)
       options.requestTimeoutMs = Math.min(options.requestTimeoutMs ?? timeoutMs, timeoutMs);
     const client = new KafkaAdminClient(options);
-    this.kept.set(clusterId, { client, registered, lastUsedMs: nowMs, madeAtMs: nowMs });
+    this.kept.set(clusterId, { client, registered, secretArns, lastUsedMs: nowMs, madeAtMs: nowMs });
     return { client, kept: false };
   }
 
   async drop(clusterId: string): Promise<void> {
     const kept = this.kept.get(clusterId);
     this.kept.delete(clusterId);
+    // Its secrets are read again with the next client: after a rotation, the failure it caused mends at the next job.
+    for (const arn of kept?.secretArns ?? []) this.secrets.forget?.(arn);
     await kept?.client.close().catch(() => undefined);
   }
 

@@ -14,6 +14,15 @@ import { type MskTokenSigner, mskRegionOf, mskTokenSigner } from "./msk-iam.ts";
 /** Reads a secret's value by its ARN: Secrets Manager in the stack, a Secrets Manager-protocol server in tests. */
 export interface SecretReader {
   read(arn: string): Promise<string>;
+  /** Reads it anew next time, where the reader keeps values: a client that failed may hold a rotated-away secret. */
+  forget?(arn: string): void;
+}
+
+/** The secrets a registered connection refers to. */
+export function secretArnsOf(connection: ClusterConnection): string[] {
+  return [connection["sasl.credentials.secret.arn"], connection["ssl.keystore.key.secret.arn"]].filter(
+    (arn): arn is string => arn !== undefined,
+  );
 }
 
 /** A connection that cannot be made from what is registered: a secret missing or not in its shape. */

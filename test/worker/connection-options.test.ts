@@ -1,7 +1,8 @@
-import { DeleteSecretCommand } from "@aws-sdk/client-secrets-manager";
+import { DeleteSecretCommand, PutSecretValueCommand } from "@aws-sdk/client-secrets-manager";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SecretsManagerServer, startSecretsManager } from "../../devkit/secrets-manager.ts";
 import { SecretsManagerReader, secretsManagerReaderOf } from "../../functions/handlers/secrets-manager.ts";
+import { ClusterConnections } from "../../functions/kafka/cluster-connections.ts";
 import { ConnectionSetupError, clientOptionsOfConnection } from "../../functions/kafka/connection-options.ts";
 import { mskTokenSigner } from "../../functions/kafka/msk-iam.ts";
 import { ClusterConnection } from "../../schemas/connection.ts";
@@ -157,5 +158,33 @@ describe("the Secrets Manager reader", () => {
     expect(await reader.read(arn)).toContain("pacer");
     nowMs = 60_000;
     await expect(reader.read(arn)).rejects.toThrow();
+  });
+
+  it("reads a rotated secret at the next job once the client that used it was dropped (it failed)", async () => {
+    const arn = await secret('{"username":"pacer","password":"before"}');
+    const reader = new SecretsManagerReader(server.client, 60 * 60_000);
+    const clients = new ClusterConnections(reader);
+    await clients.clientOf("rotated", ClusterConnection.parse(scram(arn)));
+    await server.client.send(
+      new PutSecretValueCommand({ SecretId: arn, SecretString: '{"username":"pacer","password":"after"}' }),
+    );
+    expect(await reader.read(arn)).toContain("before");
+    await clients.drop("rotated");
+    expect(await reader.read(arn)).toContain("after");
+    await clients.close();
+  });
+
+  it("reads a secret not in its shape again at the next job, not after the TTL", async () => {
+    const arn = await secret("half-rotated");
+    const reader = new SecretsManagerReader(server.client, 60 * 60_000);
+    const clients = new ClusterConnections(reader);
+    await expect(clients.clientOf("mid-rotation", ClusterConnection.parse(scram(arn)))).rejects.toThrow(
+      ConnectionSetupError,
+    );
+    await server.client.send(
+      new PutSecretValueCommand({ SecretId: arn, SecretString: '{"username":"pacer","password":"p"}' }),
+    );
+    expect((await clients.clientOf("mid-rotation", ClusterConnection.parse(scram(arn)))).kept).toBe(false);
+    await clients.close();
   });
 });
