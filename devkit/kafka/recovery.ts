@@ -85,13 +85,17 @@ export async function createEvenTopics(
 }
 
 /**
- * Replication throttle in bytes/s for leaders and followers, as the cluster-wide default and on each
- * running broker's own config; 0 lifts it. Both, because Kafka 3.7 in ZooKeeper mode ignores the
- * cluster-wide default (measured: a broker caught up 40 MB in a second under a 2 MB/s default), and a
- * ZooKeeper-mode broker takes its own config only from a request sent to itself.
+ * Replication throttle in bytes/s for leaders and followers (or the sides given), as the cluster-wide
+ * default and on each running broker's own config; 0 lifts it. Both, because Kafka 3.7 in ZooKeeper
+ * mode ignores the cluster-wide default (measured: a broker caught up 40 MB in a second under a 2 MB/s
+ * default), and a ZooKeeper-mode broker takes its own config only from a request sent to itself.
  */
-export async function setReplicationThrottle(cluster: KafkaCluster, bytesPerSecond: number): Promise<void> {
-  const names = ["leader.replication.throttled.rate", "follower.replication.throttled.rate"];
+export async function setReplicationThrottle(
+  cluster: KafkaCluster,
+  bytesPerSecond: number,
+  sides: ("leader" | "follower")[] = ["leader", "follower"],
+): Promise<void> {
+  const names = sides.map((side) => `${side}.replication.throttled.rate`);
   const configs =
     bytesPerSecond > 0
       ? names.map((name) => ({ name, configOperation: 0 as const, value: String(bytesPerSecond) })) // SET

@@ -61,6 +61,13 @@ const PACING = {
   "leader.imbalance.election.throttle.interval.ms": INTERVAL_MS,
   "leader.imbalance.check.interval.seconds": 2,
 };
+/** What the worker holds a restarted broker's catch-up to, on its follower side (Kafka's own quota). */
+const CATCH_UP_RATE = 3_000_000;
+const PACING_THE_CATCH_UP = {
+  ...PACING,
+  "pacer.catch.up.replication.throttled.rate": CATCH_UP_RATE,
+  "pacer.catch.up.replication.throttled.side": "follower",
+};
 
 let cluster: KafkaCluster;
 let scratch: string;
@@ -198,7 +205,7 @@ describe("the scheduled worker reads each cluster and elects itself", () => {
       "kafka/pacer-wrong",
       JSON.stringify({ ...USER, password: WRONG_PASSWORD }),
     );
-    await register("paced", scramOverTls(secretArn));
+    await register("paced", scramOverTls(secretArn), PACING_THE_CATCH_UP);
     await register("wrong-password", scramOverTls(wrongArn));
     await register("unreachable", {
       "bootstrap.servers": `127.0.0.1:${await freePort()}`,
@@ -209,20 +216,32 @@ describe("the scheduled worker reads each cluster and elects itself", () => {
       "security.protocol": "PLAINTEXT",
     });
 
-    // Broker 3 down while 40 MB are written, its catch-up throttled: it rejoins the ISRs over seconds.
-    await setReplicationThrottle(cluster, 4_000_000);
+    // Broker 3 down while 40 MB are written. The operator's leader-side throttle (2 MB/s from each
+    // leader) makes it rejoin the ISRs over seconds; the worker throttles its follower side itself.
+    await setReplicationThrottle(cluster, 2_000_000, ["leader"]);
     await cluster.stopBroker(3, "SIGTERM");
     await produceUneven(cluster, TOPICS, PARTITIONS_PER_TOPIC, 40_000_000);
     const watcher = new LeadershipWatcher(cluster, TOPICS);
+    const kafka = new KafkaAdminClient({ bootstrapServers: cluster.bootstrapServers.split(",") });
+    const followerRateOf3 = pollBrokerConfig(kafka, 3, FOLLOWER_RATE);
     try {
       await cluster.startBroker(3);
       // Ticks 15 s apart: the ramp and the gate's runs in between are the worker's own follow-ups.
       await tickUntil(async () => (await ledBy(3)) === PREFERRED, 240_000, TICK_PERIOD_MS);
+      // Once in sync, the throttle is lifted by the run that sees it (the last one, or the next tick's).
+      await tickUntil(async () => followerRateOf3.seen.at(-1) === null, 60_000, 3_000);
     } finally {
       await new Promise((r) => setTimeout(r, 1_000));
       await watcher.stop();
-      await setReplicationThrottle(cluster, 0);
+      await followerRateOf3.stop();
+      await kafka.close();
+      await setReplicationThrottle(cluster, 0, ["leader"]);
     }
+    // As Kafka answered for broker 3: the worker's rate on its follower side while it caught up, then none.
+    expect(followerRateOf3.seen).toContain(String(CATCH_UP_RATE));
+    expect(followerRateOf3.seen.at(-1)).toBeNull();
+    const { record } = (await getJson("/v1/clusters/paced/catch-up-throttles")) as { record: ThrottleRecord };
+    expect([record.rates, record.lists]).toEqual([{}, {}]);
 
     // As Kafka saw it: no move onto broker 3 while over the threshold, never more than a cap within an interval.
     const onto3 = watcher.moves.filter((m) => m.to === 3);
@@ -395,6 +414,35 @@ describe("a broker killed a moment ago, still in the cluster's metadata", () => 
     }
   });
 });
+
+/**
+ * Broker `id`'s own value of `name` as Kafka answers it (null when it has none), polled until stopped:
+ * each change, in order. A read that fails (the broker down) is skipped.
+ */
+function pollBrokerConfig(kafka: KafkaAdminClient, id: number, name: string) {
+  const seen: (string | null)[] = [];
+  let polling = true;
+  const loop = (async () => {
+    while (polling) {
+      const value = await kafka.describeBrokerConfigs(id, [name]).then(
+        (configs) => {
+          const config = configs.get(name);
+          return config?.source === "broker" ? config.value : null;
+        },
+        () => undefined,
+      );
+      if (value !== undefined && (seen.length === 0 || seen.at(-1) !== value)) seen.push(value);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  })();
+  return {
+    seen,
+    stop: async () => {
+      polling = false;
+      await loop;
+    },
+  };
+}
 
 /** The run lines ("tick job") of the worker's structured log. */
 function jobLines(text: string): Record<string, unknown>[] {
