@@ -74,6 +74,10 @@ export const PROBLEM_TYPES = {
   "method-not-allowed": { status: 405, title: "Method not allowed" },
   conflict: { status: 409, title: "The state changed under this run too often" },
   "record-changed": { status: 409, title: "The record changed since it was read" },
+  "cluster-connected": {
+    status: 409,
+    title: "The service reads and paces this cluster itself; an agent beside it would act twice",
+  },
   "idempotency-key-reused": { status: 422, title: "The Idempotency-Key was used with another request" },
   "payload-too-large": { status: 413, title: "The body is too large" },
   "unsupported-media-type": { status: 415, title: "The body must be application/json" },

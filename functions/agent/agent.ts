@@ -3,6 +3,7 @@ import type { ManagedAnswer } from "../api/managed-run.ts";
 import type { ElectionResult, TopicPartition } from "../kafka/admin.ts";
 import { type CatchUpThrottler, emptyThrottleReport, type ThrottleReport } from "./catch-up-throttle.ts";
 import type { PacerClient } from "./pacer-client.ts";
+import { PacerError } from "./pacer-error.ts";
 import { type ClusterRead, snapshotOf } from "./snapshot.ts";
 
 /**
@@ -61,6 +62,8 @@ export interface RunReport {
   resumed?: { afterMs: number; failedRuns: number; lastFailedStep?: FailedStep };
   /** Catch-up pacing: what is throttled after this run, what was lifted, what could not be done. */
   catchUp?: ThrottleReport;
+  /** The agent stops after this run: the service reads and paces the cluster itself. */
+  stops?: true;
 }
 
 export function tallyOf(asked: number, results: ElectionResult[]): ElectionTally {
@@ -171,6 +174,7 @@ export function failedRun(
     elections: tallyOf(0, []),
     error: describeFailure(error),
     ...(failedStep ? { failedStep } : {}),
+    ...(error instanceof PacerError && error.clusterConnected ? { stops: true as const } : {}),
   };
 }
 
@@ -261,7 +265,7 @@ export async function runAgent(options: AgentOptions): Promise<boolean> {
   while (!options.signal.aborted) {
     const report = outage.note(await runOnce(options));
     options.observer.run(report);
-    if (options.once) return report.error === undefined;
+    if (options.once || report.stops) return report.error === undefined;
     if (report.error !== undefined) {
       await sleep(backoffMs(failures++, options.backoff), options.signal);
       continue;

@@ -6,6 +6,7 @@ import type { ConfigOverrides } from "../../schemas/config.ts";
 import type { Snapshot } from "../../schemas/snapshot.ts";
 import type { ThrottleRecord, VersionedThrottleRecord } from "../../schemas/throttle-record.ts";
 import type { ManagedAnswer } from "../api/managed-run.ts";
+import { PacerError } from "./pacer-error.ts";
 
 /**
  * The agent's side of the HTTP API: a managed run, a stored snapshot, the decisions feed. The same
@@ -14,15 +15,6 @@ import type { ManagedAnswer } from "../api/managed-run.ts";
  */
 
 export type Fetch = (request: Request) => Promise<Response>;
-
-export class PacerError extends Error {
-  constructor(
-    readonly status: number,
-    detail: string,
-  ) {
-    super(`pacer answered ${status}: ${detail}`);
-  }
-}
 
 /** A decision as the feed lists it: the managed answer without its per-partition explanation. */
 export type FeedDecision = ManagedAnswer;
@@ -78,11 +70,13 @@ export class PacerClient {
     const text = await response.text();
     if (!response.ok) {
       let detail = text.slice(0, 500);
+      let type: string | undefined;
       try {
-        const problem = JSON.parse(text) as { detail?: string; title?: string };
+        const problem = JSON.parse(text) as { detail?: string; title?: string; type?: string };
         detail = problem.detail ?? problem.title ?? detail;
+        type = problem.type;
       } catch {}
-      throw new PacerError(response.status, detail);
+      throw new PacerError(response.status, detail, type);
     }
     return JSON.parse(text) as T;
   }

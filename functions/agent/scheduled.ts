@@ -17,7 +17,9 @@ import { snapshotOf } from "./snapshot.ts";
  * than the last carried out, is skipped), and then stores a fresh snapshot (`PUT …/snapshot`). In that order, the snapshot the
  * next tick decides on already shows the batch just carried out, so no batch is asked for twice. A decision older than `maxDecisionAgeMs`
  * was made on a cluster that has since moved on and is skipped. Decisions made before the agent
- * started are history, not work.
+ * started are history, not work. A cluster with a connection registered is paced by the service's
+ * own worker: its snapshot is refused (409 cluster-connected), and the agent stops rather than carry
+ * out the worker's batches a second time.
  */
 
 export interface ScheduledOptions extends Omit<AgentOptions, "once"> {
@@ -29,7 +31,8 @@ export interface ScheduledOptions extends Omit<AgentOptions, "once"> {
   observer: AgentObserver & { skipped?(decision: FeedDecision, ageMs: number): void };
 }
 
-export async function runScheduledAgent(options: ScheduledOptions): Promise<void> {
+/** Runs until stopped; resolves false if it stopped because the service paces the cluster itself. */
+export async function runScheduledAgent(options: ScheduledOptions): Promise<boolean> {
   const clock = options.clock ?? Date.now;
   const sleep = options.sleep ?? sleepUnlessAborted;
   let cursor: string | undefined;
@@ -40,6 +43,8 @@ export async function runScheduledAgent(options: ScheduledOptions): Promise<void
       if (!started) {
         if (options.storeConfig)
           await options.pacer.putConfig({ ...options.config, "pacer.tick.enabled": true } as ConfigOverrides);
+        // A snapshot first: a cluster the service reads itself refuses it, before anything is carried out.
+        await options.pacer.putSnapshot(snapshotOf(await options.cluster.read()));
         const history = await options.pacer.decisionsAfter(undefined, 1);
         cursor = history.at(-1)?.decisionId;
         started = true;
@@ -61,8 +66,11 @@ export async function runScheduledAgent(options: ScheduledOptions): Promise<void
       failures = 0;
       await sleep(options.snapshotIntervalMs, options.signal);
     } catch (error) {
-      options.observer.run(failedRun(clock(), 0, options.dryRun, error));
+      const report = failedRun(clock(), 0, options.dryRun, error);
+      options.observer.run(report);
+      if (report.stops) return false;
       await sleep(backoffMs(failures++, options.backoff), options.signal);
     }
   }
+  return true;
 }

@@ -20,7 +20,13 @@ import { mayAccess, type TokenAuth } from "./auth.ts";
 import { type BodyStream, parseJsonBytes, readBodyBytes, readJsonBody } from "./body.ts";
 import { brokerReadiness, type LastRun } from "./broker-readiness.ts";
 import heavyWork, { type HeavyResult, type HeavyTask } from "./heavy-work.ts";
-import { inProcess, managedRun, type RunnableRequest, type RunObserver } from "./managed-run.ts";
+import {
+  connectedConflict,
+  inProcess,
+  managedRun,
+  type RunnableRequest,
+  type RunObserver,
+} from "./managed-run.ts";
 import type { Offload } from "./offload.ts";
 import { openApiDocument } from "./openapi.ts";
 import { clusterView, fleetRow } from "./resources.ts";
@@ -274,6 +280,10 @@ export function createApi(options: AppOptions): Hono<Env> {
     if (!body.ok) return send(c, body.problem);
     const snapshot = validateSnapshot(body.value);
     if (!snapshot.ok) return send(c, invalidInput(snapshot.problems, "snapshot"));
+    if ((await store.getCluster(clusterId))?.connected) {
+      const refused = connectedConflict(clusterId);
+      return send(c, refused.body, refused.status);
+    }
     const receivedAtMs = clock();
     try {
       const meta = await store.putSnapshot(clusterId, gzipSync(body.bytes), {

@@ -98,6 +98,15 @@ export function summaryOf(
   };
 }
 
+/**
+ * A cluster with a registered connection is read and paced by the service's own worker: a run or a
+ * snapshot from an agent beside it is refused, so that two actors never carry out its batches.
+ */
+export function connectedConflict(clusterId: string): ManagedResponse {
+  const detail = `Cluster "${clusterId}" has a connection registered: the service reads and paces it itself. Stop this agent, or DELETE /v1/clusters/${clusterId}/connection to pace it with an agent`;
+  return { status: 409, body: JSON.stringify(problem("cluster-connected", detail)), replayed: false };
+}
+
 const jittered = (attempt: number) => Math.random() * Math.min(200, 10 * 2 ** attempt);
 
 export async function managedRun(
@@ -246,6 +255,7 @@ async function runUntilSaved(
   for (let attempt = 0; attempt < maxAttempts; attempt++) {
     // One round trip for both: a run without a key costs this read, the save and the decision.
     const { cluster, fleetConfig } = await store.getClusterAndFleet(clusterId);
+    if (cluster?.connected && !options.dryRun) return connectedConflict(clusterId);
     const version = cluster?.version ?? 0;
     const nowMs = options.clock();
     const answer = await request.run(cluster?.state ?? INITIAL_STATE, nowMs, {

@@ -189,12 +189,13 @@ export function openApiDocument(pages: Record<string, unknown> = {}): Record<str
       },
       "/v1/clusters/{clusterId}/snapshot": {
         put: {
-          summary: "Store the cluster's latest snapshot for the scheduled tick",
+          summary:
+            "Store the cluster's latest snapshot for the scheduled tick (409 cluster-connected if the service reads the cluster itself)",
           parameters: [clusterIdParameter],
           requestBody: { required: true, ...json("Snapshot") },
           responses: {
             200: { description: "Stored", ...json("SnapshotMeta") },
-            ...problems(400, 401, 403, 413, 415, 503),
+            ...problems(400, 401, 403, 409, 413, 415, 503),
           },
         },
       },

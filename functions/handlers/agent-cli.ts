@@ -163,7 +163,7 @@ async function agent(values: {
     };
     const dryRun = values["dry-run"];
     if (values.scheduled) {
-      await runScheduledAgent({
+      const ran = await runScheduledAgent({
         storeConfig: values.config !== undefined,
         cluster,
         pacer,
@@ -175,7 +175,7 @@ async function agent(values: {
         snapshotIntervalMs,
         maxDecisionAgeMs: 60_000,
       });
-      return 0;
+      return ran ? 0 : 1;
     }
     const ok = await runAgent({
       cluster,

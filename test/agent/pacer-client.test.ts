@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearerFetch, PacerClient, PacerError, sigV4Fetch } from "../../functions/agent/pacer-client.ts";
+import { bearerFetch, PacerClient, sigV4Fetch } from "../../functions/agent/pacer-client.ts";
+import { PacerError } from "../../functions/agent/pacer-error.ts";
 
 /** The agent's HTTP client against a listening server that records what arrives. */
 describe("the agent's client of the pacer service", () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { RunReport } from "../../functions/agent/agent.ts";
+import { type RunReport, runAgent } from "../../functions/agent/agent.ts";
 import type { FeedDecision, PacerClient } from "../../functions/agent/pacer-client.ts";
+import { PacerError } from "../../functions/agent/pacer-error.ts";
 import { runScheduledAgent } from "../../functions/agent/scheduled.ts";
 
 /**
@@ -68,6 +69,7 @@ describe("the scheduled agent", () => {
     expect(runs.map((r) => r.decisionId)).toEqual(["0002", "0004"]);
     expect(calls).toEqual([
       "config",
+      "snapshot",
       "decisions after undefined",
       "decisions after 0001",
       "skipped stale",
@@ -77,5 +79,50 @@ describe("the scheduled agent", () => {
       "decisions after 0004",
       "snapshot",
     ]);
+  });
+});
+
+describe("an agent beside a cluster the service reads itself", () => {
+  const connected = () =>
+    new PacerError(409, 'Cluster "c" has a connection registered', "/problems/cluster-connected");
+  const cluster = {
+    read: async () => ({ brokers: [], partitions: [], reassigning: [] }),
+    electPreferred: async () => {
+      throw new Error("nothing is elected");
+    },
+  };
+  const options = (pacer: Partial<PacerClient>, runs: RunReport[]) => ({
+    cluster,
+    pacer: pacer as PacerClient,
+    config: {},
+    dryRun: false,
+    observer: { run: (report: RunReport) => runs.push(report) },
+    signal: new AbortController().signal,
+    sleep: async () => {},
+  });
+
+  it("stops, scheduled, at its first snapshot: before carrying out any decision of the service's", async () => {
+    const runs: RunReport[] = [];
+    const decisionsAfter = async () => [decision("0001", Date.now(), 0)];
+    const stopped = await runScheduledAgent({
+      ...options({ putSnapshot: () => Promise.reject(connected()), decisionsAfter }, runs),
+      storeConfig: false,
+      snapshotIntervalMs: 1,
+      maxDecisionAgeMs: 60_000,
+    });
+    expect(stopped).toBe(false);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ stops: true, error: expect.stringContaining("connection registered") });
+  });
+
+  it("stops, managed, at the first run the service refuses; another failure is retried", async () => {
+    const runs: RunReport[] = [];
+    let answers = 0;
+    const evaluate = () =>
+      ++answers === 1
+        ? Promise.reject(new PacerError(503, "store unavailable"))
+        : Promise.reject(connected());
+    expect(await runAgent({ ...options({ evaluate }, runs), once: false })).toBe(false);
+    expect(runs.map((r) => r.stops ?? false)).toEqual([false, true]);
   });
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearerFetch, PacerClient, PacerError } from "../../functions/agent/pacer-client.ts";
+import { bearerFetch, PacerClient } from "../../functions/agent/pacer-client.ts";
+import { PacerError } from "../../functions/agent/pacer-error.ts";
 import { StoredThrottleRecord } from "../../functions/agent/throttle-record.ts";
 import { call } from "../support/http.ts";
 import { openServer, STORE_KINDS } from "../support/stores.ts";

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { preferredPartitionsOf, snapshotOf } from "../support/cluster.ts";
 import { call } from "../support/http.ts";
 import { openServer, STORE_KINDS } from "../support/stores.ts";
 
@@ -122,6 +123,36 @@ describe.each(STORE_KINDS)("a cluster's connection on %s", (kind) => {
     await put("removed", MSK_IAM);
     expect((await call(`${server.url}/v1/clusters/removed`, { method: "DELETE" })).status).toBe(204);
     expect((await call(url("removed"))).status).toBe(404);
+  });
+
+  it("makes the service the cluster's only actor: an agent's run or snapshot is refused until it is removed", async () => {
+    const cluster = `${server.url}/v1/clusters/worker-paced`;
+    const caughtUp = snapshotOf(preferredPartitionsOf(1, 10));
+    await call(`${cluster}/config`, { method: "PUT", body: { "pacer.tick.enabled": true } });
+    await put("worker-paced", MSK_IAM);
+    const before = (await call(cluster)).json;
+
+    for (const [path, method] of [
+      ["evaluate", "POST"],
+      ["snapshot", "PUT"],
+    ] as const) {
+      const refused = await call(`${cluster}/${path}`, {
+        method,
+        body: path === "evaluate" ? { snapshot: caughtUp } : caughtUp,
+      });
+      expect(refused.status).toBe(409);
+      expect(refused.json.type).toBe("/problems/cluster-connected");
+      expect(refused.json.detail).toContain("DELETE /v1/clusters/worker-paced/connection");
+    }
+    // A dry run acts on nothing and changes nothing: still answered.
+    const dryRun = await call(`${cluster}/evaluate?dryRun=true`, { body: { snapshot: caughtUp } });
+    expect(dryRun.status).toBe(200);
+    expect(dryRun.json.elections).toHaveLength(10);
+    expect((await call(cluster)).json).toEqual(before);
+
+    expect((await call(url("worker-paced"), { method: "DELETE" })).status).toBe(204);
+    expect((await call(`${cluster}/snapshot`, { method: "PUT", body: caughtUp })).status).toBe(200);
+    expect((await call(`${cluster}/evaluate`, { body: { snapshot: caughtUp } })).status).toBe(200);
   });
 
   it("is served to GET, PUT and DELETE only", async () => {
