@@ -364,9 +364,10 @@ describe("the console, without tokens", () => {
       reach: "authentication",
       detail: "SASL authentication failed",
     });
-    await call(server, "PUT", "/v1/clusters/carried-10/connection", connection);
+    // A run as the worker's would be (once connected, an agent's run is refused).
     await call(server, "PUT", "/v1/clusters/carried-10/config", { ...PACED, "pacer.tick.enabled": true });
     await call(server, "POST", "/v1/clusters/carried-10/evaluate", { snapshot: recoveringSnapshot(0) });
+    await call(server, "PUT", "/v1/clusters/carried-10/connection", connection);
     const record = await server.store.getCluster("carried-10");
     const summary = record?.lastDecision;
     if (!record || !summary) throw new Error("carried-10 has no run");
