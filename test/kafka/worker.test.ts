@@ -62,7 +62,7 @@ const PACING = {
   "leader.imbalance.check.interval.seconds": 2,
 };
 /** What the worker holds a restarted broker's catch-up to, on its follower side (Kafka's own quota). */
-const CATCH_UP_RATE = 3_000_000;
+const CATCH_UP_RATE = 4_000_000;
 const PACING_THE_CATCH_UP = {
   ...PACING,
   "pacer.catch.up.replication.throttled.rate": CATCH_UP_RATE,
@@ -216,9 +216,10 @@ describe("the scheduled worker reads each cluster and elects itself", () => {
       "security.protocol": "PLAINTEXT",
     });
 
-    // Broker 3 down while 40 MB are written. The operator's leader-side throttle (2 MB/s from each
-    // leader) makes it rejoin the ISRs over seconds; the worker throttles its follower side itself.
-    await setReplicationThrottle(cluster, 2_000_000, ["leader"]);
+    // Broker 3 down while 40 MB are written. The operator's leader-side throttle (3 MB/s from each
+    // leader) slows its catch-up from the start; the worker's follower-side rate on it (4 MB/s) holds
+    // it from the worker's first run: it rejoins the ISRs over seconds.
+    await setReplicationThrottle(cluster, 3_000_000, ["leader"]);
     await cluster.stopBroker(3, "SIGTERM");
     await produceUneven(cluster, TOPICS, PARTITIONS_PER_TOPIC, 40_000_000);
     const watcher = new LeadershipWatcher(cluster, TOPICS);
