@@ -43,9 +43,10 @@ export async function runScheduledAgent(options: ScheduledOptions): Promise<bool
       if (!started) {
         if (options.storeConfig)
           await options.pacer.putConfig({ ...options.config, "pacer.tick.enabled": true } as ConfigOverrides);
-        // A snapshot first: a cluster the service reads itself refuses it, before anything is carried out.
-        await options.pacer.putSnapshot(snapshotOf(await options.cluster.read()));
         const history = await options.pacer.decisionsAfter(undefined, 1);
+        // A snapshot before anything is carried out: a cluster the service reads itself refuses it. After
+        // the history is marked, so that a decision made on it is work, not history.
+        await options.pacer.putSnapshot(snapshotOf(await options.cluster.read()));
         cursor = history.at(-1)?.decisionId;
         started = true;
       }

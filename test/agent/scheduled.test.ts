@@ -69,8 +69,8 @@ describe("the scheduled agent", () => {
     expect(runs.map((r) => r.decisionId)).toEqual(["0002", "0004"]);
     expect(calls).toEqual([
       "config",
-      "snapshot",
       "decisions after undefined",
+      "snapshot",
       "decisions after 0001",
       "skipped stale",
       "snapshot",
